@@ -1,0 +1,61 @@
+"""Load a saved gpudoctor report or snapshot (JSON) for offline re-checking."""
+from __future__ import annotations
+
+import json
+from typing import Union
+
+from pydantic import ValidationError
+
+from gpudoctor.facts.findings import Report
+from gpudoctor.facts.model import SCHEMA_VERSION, Snapshot
+
+
+class InputError(Exception):
+    """Bad user input: the CLI prints the message on one line and exits with code 2."""
+
+
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+def parse_document(text: str, name: str = "<input>") -> Snapshot:
+    """Return the Snapshot inside a saved report (or a bare snapshot).
+
+    Raises InputError for invalid JSON, a document that is not a gpudoctor report,
+    or a schema of a newer major version than this gpudoctor understands.
+    """
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{name}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{name}: not a gpudoctor report (top level is not an object)")
+    snap = doc.get("snapshot") if doc.get("kind") == "gpudoctor-report" else doc
+    if not isinstance(snap, dict) or "schema_version" not in snap:
+        raise InputError(f"{name}: not a gpudoctor report or snapshot (no schema_version)")
+    theirs = str(snap["schema_version"]).split(".")[0]
+    ours = SCHEMA_VERSION.split(".")[0]
+    if not theirs.isdigit() or int(theirs) > int(ours):
+        raise InputError(f"{name}: schema_version {snap['schema_version']} is newer than this gpudoctor "
+                         f"understands ({SCHEMA_VERSION}); upgrade gpudoctor")
+    try:
+        return Snapshot.model_validate(snap)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise InputError(f"{name}: invalid snapshot at {loc}: {first.get('msg')}") from None
+
+
+def load_path(path: str) -> Snapshot:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise InputError(f"{path}: larger than {MAX_JSON_BYTES // 2**20} MiB; not a gpudoctor report")
+    if b"\x00" in raw[:8192]:
+        raise InputError(f"{path}: binary file, not a gpudoctor report")
+    return parse_document(raw.decode("utf-8", "replace"), path)
+
+
+Document = Union[Report, Snapshot]

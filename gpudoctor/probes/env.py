@@ -1,0 +1,41 @@
+"""Environment probe: only the variables that shape GPU training, never secrets."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Mapping, Optional
+
+from gpudoctor.facts.model import EnvFacts
+
+PREFIXES = ("NCCL_", "TORCH_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCHELASTIC_")
+EXACT = ("OMP_NUM_THREADS", "LD_LIBRARY_PATH")
+REDACTED = "<redacted>"
+
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSWD|PWD|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE)",
+                          re.IGNORECASE)
+_SECRET_VALUE = re.compile(
+    r"(gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9-]{10,}"
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY|://[^/\s:@]+:[^/\s@]+@)")
+
+
+def is_secret(name: str, value: str) -> bool:
+    """True when a variable's name or value looks like a credential."""
+    return bool(_SECRET_NAME.search(name) or _SECRET_VALUE.search(value))
+
+
+def redact(name: str, value: str) -> str:
+    return REDACTED if is_secret(name, value) else value
+
+
+def collect_env(environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The training-relevant variables of ``environ`` (default os.environ), secrets redacted."""
+    environ = os.environ if environ is None else environ
+    out = {}
+    for name in sorted(environ):
+        if name.startswith(PREFIXES) or name in EXACT:
+            out[name] = redact(name, environ[name])
+    return out
+
+
+def probe_env(_opts=None) -> EnvFacts:
+    return EnvFacts(variables=collect_env())

@@ -1,0 +1,96 @@
+"""Run helper programs safely: argument lists only (never a shell), always a timeout."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+
+@dataclass
+class CmdResult:
+    """Outcome of :func:`run_cmd`.
+
+    ``returncode`` is negative when the child died of a signal (``-11`` = SIGSEGV);
+    ``timed_out`` is True when it was killed at the timeout; ``missing`` when the
+    executable does not exist.
+    """
+
+    argv: list[str]
+    returncode: Optional[int]
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    missing: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.missing
+
+    def describe_failure(self) -> str:
+        """One line saying why the command failed (for a probe error)."""
+        name = os.path.basename(self.argv[0]) if self.argv else "?"
+        if self.missing:
+            return f"{name}: not found"
+        if self.timed_out:
+            return f"{name}: no answer within the timeout; killed"
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                sig = signal.Signals(-self.returncode).name
+            except ValueError:
+                sig = f"signal {-self.returncode}"
+            return f"{name}: crashed ({sig})"
+        tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
+        return f"{name}: exit code {self.returncode}: {tail[0][:300]}"
+
+
+def run_cmd(
+    argv: Sequence[str],
+    timeout: float,
+    env: Optional[Mapping[str, str]] = None,
+    input_text: Optional[str] = None,
+) -> CmdResult:
+    """Run ``argv`` (no shell) with a hard ``timeout`` in seconds.
+
+    The child gets its own process group so that on timeout the whole group
+    (grandchildren too) is killed. Never raises for a missing executable, a
+    non-zero exit, a crash or a timeout: those are reported in the result.
+    """
+    argv = [str(a) for a in argv]
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        return CmdResult(argv, None, "", str(exc), missing=True)
+    try:
+        out, err = proc.communicate(input=input_text, timeout=timeout)
+        return CmdResult(argv, proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:
+            out, err = "", ""
+        return CmdResult(argv, proc.returncode, out or "", err or "", timed_out=True)
+    except BaseException:
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass

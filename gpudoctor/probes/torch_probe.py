@@ -1,0 +1,56 @@
+"""Torch probe: what the *target* interpreter's torch can do, asked in a subprocess.
+
+gpudoctor never imports torch itself (import costs ~4 s and must overlap the other
+probes) and never installs or upgrades it. The target interpreter is ``--python``,
+else the running interpreter when it has torch, else the first ``python3`` on PATH.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+from gpudoctor.facts.model import TorchFacts
+from gpudoctor.probes.runner import ProbeFailed
+from gpudoctor.probes.subproc import run_cmd
+
+SCRIPT = Path(__file__).with_name("torch_script.py")
+MARK = "GPUDOCTOR_TORCH_JSON "
+
+
+def choose_interpreter(requested: Optional[str]) -> str:
+    """The interpreter to probe. Raises ProbeFailed(kind='missing') if ``requested`` is not found."""
+    if requested:
+        path = shutil.which(requested) or (requested if os.path.exists(requested) else None)
+        if not path:
+            raise ProbeFailed(f"interpreter {requested!r} not found", kind="missing")
+        return path
+    if importlib.util.find_spec("torch") is not None:
+        return sys.executable
+    return shutil.which("python3") or sys.executable
+
+
+def parse_output(stdout: str) -> Optional[dict]:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARK):
+            try:
+                return json.loads(line[len(MARK):])
+            except ValueError:
+                return None
+    return None
+
+
+def probe_torch(opts) -> TorchFacts:
+    python = choose_interpreter(getattr(opts, "python", None))
+    res = run_cmd([python, str(SCRIPT)], timeout=opts.torch_timeout_s)
+    data = parse_output(res.stdout)
+    if data is None:
+        raise ProbeFailed(f"torch probe in {python}: {res.describe_failure() if not res.ok else 'printed no result'}",
+                          kind="timeout" if res.timed_out else "crash" if (res.returncode or 0) < 0 else "error",
+                          partial=TorchFacts(interpreter=python))
+    data.setdefault("interpreter", python)
+    return TorchFacts.model_validate(data)

@@ -1,0 +1,124 @@
+"""Runs inside the *target* interpreter (any Python >= 3.6): imports torch and prints one JSON line.
+
+Self-contained: the standard library and torch only. Never installs anything.
+The last line of stdout is ``GPUDOCTOR_TORCH_JSON {...}``.
+"""
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+
+MARK = "GPUDOCTOR_TORCH_JSON "
+
+
+def cuda_home():
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return os.environ[var]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    if os.path.exists("/usr/local/cuda"):
+        return "/usr/local/cuda"
+    return None
+
+
+def nvcc_version(home):
+    nvcc = os.path.join(home, "bin", "nvcc") if home else shutil.which("nvcc")
+    if not nvcc or not os.path.exists(nvcc):
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=10, universal_newlines=True).stdout
+    except Exception:
+        return None
+    for line in out.splitlines():
+        if "release" in line:
+            # "Cuda compilation tools, release 12.4, V12.4.131"
+            return line.split("release", 1)[1].split(",")[0].strip()
+    return None
+
+
+def main():
+    out = {"interpreter": sys.executable, "interpreter_version": platform.python_version(), "installed": False}
+    home = cuda_home()
+    out["cuda_home"] = home
+    out["nvcc_version"] = nvcc_version(home)
+    t0 = time.time()
+    try:
+        import torch
+    except ImportError as exc:
+        if "No module named 'torch'" not in str(exc) and "No module named torch" not in str(exc):
+            out["installed"] = True
+            out["error"] = "%s: %s" % (type(exc).__name__, exc)
+        print(MARK + json.dumps(out))
+        return
+    except Exception as exc:
+        out["installed"] = True
+        out["error"] = "%s: %s" % (type(exc).__name__, exc)
+        print(MARK + json.dumps(out))
+        return
+    out["import_seconds"] = round(time.time() - t0, 3)
+    out["installed"] = True
+    out["version"] = torch.__version__
+    out["cuda"] = getattr(torch.version, "cuda", None)
+    out["hip"] = getattr(torch.version, "hip", None)
+    try:
+        out["cudnn_version"] = torch.backends.cudnn.version()
+    except Exception:
+        out["cudnn_version"] = None
+    try:
+        v = torch.cuda.nccl.version()
+        out["nccl_version"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+    except Exception:
+        out["nccl_version"] = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out["cuda_available"] = bool(torch.cuda.is_available())
+            out["device_count"] = int(torch.cuda.device_count())
+        except Exception as exc:
+            out["cuda_available"] = False
+            out["cuda_error"] = "%s: %s" % (type(exc).__name__, exc)
+    msgs = [str(w.message) for w in caught if "cuda" in str(w.message).lower()]
+    if msgs and not out.get("cuda_error"):
+        out["cuda_error"] = msgs[0][:2000]
+    try:
+        out["arch_list"] = list(torch.cuda.get_arch_list())
+    except Exception:
+        out["arch_list"] = []
+    devices = []
+    if out.get("cuda_available"):
+        for i in range(out.get("device_count") or 0):
+            try:
+                p = torch.cuda.get_device_properties(i)
+                devices.append({"index": i, "name": p.name, "capability": "%d.%d" % (p.major, p.minor),
+                                "total_memory_bytes": int(p.total_memory)})
+            except Exception as exc:
+                devices.append({"index": i, "name": None})
+                out.setdefault("cuda_error", "%s: %s" % (type(exc).__name__, exc))
+        try:
+            out["bf16_supported"] = bool(torch.cuda.is_bf16_supported())
+        except Exception:
+            pass
+    out["devices"] = devices
+    for mod in ("torchvision", "torchaudio"):
+        try:
+            m = __import__(mod)
+            out[mod + "_version"] = getattr(m, "__version__", None)
+            if mod == "torchvision":
+                # the registered C++ op fails to load when torchvision was built for another torch
+                torch.ops.torchvision.nms
+        except ImportError:
+            pass
+        except Exception as exc:
+            out[mod + "_error"] = ("%s: %s" % (type(exc).__name__, exc))[:1000]
+    print(MARK + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Rule documentation generated from the rules' own metadata (ruff-style: what, why, fix, sources)."""
+from __future__ import annotations
+
+from gpudoctor.rules.engine import REGISTRY, RuleSpec
+
+FAMILIES = {
+    "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
+    "NCL": "NCCL & environment",
+}
+
+
+def rule_markdown(spec: RuleSpec, level: int = 1) -> str:
+    h = "#" * level
+    src = "\n".join(f"- {s}" for s in spec.sources)
+    return (f"{h} {spec.id}: {spec.title}\n\n"
+            f"Severity: **{spec.severity}** · Area: {spec.area}\n\n"
+            f"**What it checks.** {spec.what}\n\n**Why it matters.** {spec.why}\n\n"
+            f"**How to fix.** {spec.fix}\n\n**Sources.**\n{src}\n")
+
+
+def family_page(family: str) -> str:
+    """The docs/rules/<family>.md page for one family (regenerate with `python -m gpudoctor.reports.ruledocs`)."""
+    specs = [s for s in REGISTRY.values() if s.family == family]
+    title = FAMILIES.get(family, family)
+    body = "\n".join(rule_markdown(s, level=2) for s in specs)
+    return (f"# {family} — {title} rules\n\n"
+            f"<!-- generated from the rules' metadata by `python -m gpudoctor.reports.ruledocs`; do not edit -->\n\n"
+            f"{body}")
+
+
+def families() -> list[str]:
+    seen: list[str] = []
+    for s in REGISTRY.values():
+        if s.family not in seen:
+            seen.append(s.family)
+    return seen
+
+
+if __name__ == "__main__":
+    import pathlib
+
+    import gpudoctor.rules  # noqa: F401  (registers every rule)
+
+    out = pathlib.Path(__file__).resolve().parents[2] / "docs" / "rules"
+    out.mkdir(parents=True, exist_ok=True)
+    for fam in families():
+        (out / f"{fam.lower()}.md").write_text(family_page(fam))
+        print(f"wrote {out / (fam.lower() + '.md')}")

@@ -1,0 +1,145 @@
+"""Terminal report in the spirit of `flutter doctor`: a header, one section per area, a closing line.
+
+Rendering only: it reads a Report and writes to a rich Console; it never probes or judges.
+Colour is used only on a TTY, and never when NO_COLOR is set (rich handles both).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gpudoctor.facts.findings import Finding, Report
+from gpudoctor.rules.engine import AREAS
+
+MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan"), "pass": ("✓", "green"),
+        "not_assessed": ("?", "magenta"), "not_applicable": ("-", "dim")}
+GIB = 1024 ** 3
+
+
+def _gib(b: Optional[int]) -> str:
+    return f"{b / GIB:.0f} GiB" if b else "?"
+
+
+def header_lines(report: Report) -> list[str]:
+    s = report.snapshot
+    h, nv, t, c, m = s.host, s.nvml, s.torch, s.cpu, s.memory
+    lines = []
+    if h:
+        where = ", ".join(x for x in (h.os_name, f"kernel {h.kernel}" if h.kernel else None, h.arch,
+                                      f"container: {h.container}" if h.container else None,
+                                      f"VM: {h.virtualization}" if h.virtualization else None) if x)
+        lines.append(f"[bold]Host[/] {escape(h.hostname or '?')} · {escape(where)}")
+    if c or m:
+        lines.append(f"[bold]CPU[/] {escape((c.model or '?') if c else '?')} · "
+                     f"{c.usable_cores:g} usable of {c.logical_cores} logical CPUs" if c and c.usable_cores else "[bold]CPU[/] ?")
+        if m:
+            lines[-1] += f" · RAM {_gib(m.total_bytes)} · /dev/shm {_gib(m.shm_total_bytes) if m.shm_total_bytes else 'missing'}"
+    if nv and nv.available:
+        models: dict[str, int] = defaultdict(int)
+        for g in nv.gpus:
+            models[f"{g.name} ({_gib(g.memory_total_bytes)}, cc {g.compute_capability})"] += 1
+        gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or "none"
+        lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version} · CUDA driver API {nv.cuda_driver_version}")
+    else:
+        lines.append(f"[bold]GPUs[/] none usable ({escape((nv.error if nv else None) or 'NVML probe failed')})")
+    if t:
+        if t.installed and t.version:
+            extra = ", ".join(x for x in (f"CUDA {t.cuda}" if t.cuda else "CPU-only build",
+                                          f"cuDNN {t.cudnn_version}" if t.cudnn_version else None,
+                                          f"NCCL {t.nccl_version}" if t.nccl_version else None) if x)
+            lines.append(f"[bold]PyTorch[/] {t.version} ({extra}) · {escape(t.interpreter)}")
+        else:
+            lines.append(f"[bold]PyTorch[/] not installed in {escape(t.interpreter)}")
+    return lines
+
+
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """Write the report to ``console``. ``verbose`` adds every rule outcome and the facts."""
+    console.print(f"[bold]gpudoctor[/] {report.snapshot.gpudoctor_version} · {report.snapshot.created_at}")
+    for line in header_lines(report):
+        console.print("  " + line)
+    console.print()
+    by_area: dict[str, list[Finding]] = defaultdict(list)
+    for f in report.findings:
+        by_area[f.area].append(f)
+    outcomes_by_area = defaultdict(list)
+    for o in report.outcomes:
+        outcomes_by_area[o.area].append(o)
+    for area in AREAS:
+        outs = outcomes_by_area.get(area, [])
+        if not outs:
+            continue
+        fs = by_area.get(area, [])
+        worst = "error" if any(f.severity == "error" for f in fs) else "warning" if any(
+            f.severity == "warning" for f in fs) else "info" if fs else "pass"
+        if worst == "pass" and all(o.status == "not_applicable" for o in outs):
+            worst = "not_applicable"
+        sym, style = MARK[worst]
+        passed = sum(o.status == "pass" for o in outs)
+        na = sum(o.status == "not_assessed" for o in outs)
+        counts = f"{passed}/{len(outs)} checks passed" + (f", {na} not assessed" if na else "")
+        console.print(f"[{style}]{escape('[' + sym + ']')}[/] [bold]{area}[/] [dim]({counts})[/]")
+        for f in sorted(fs, key=lambda f: {"error": 0, "warning": 1, "info": 2}[f.severity]):
+            s, st = MARK[f.severity]
+            subj = f" — {escape(f.subject)}" if f.subject else ""
+            console.print(f"    [{st}]{s}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}")
+            for ev in f.evidence:
+                console.print(f"        {escape(ev)}", highlight=False)
+            console.print(f"        [green]→ fix:[/] {escape(f.remedy)}", highlight=False)
+            if verbose:
+                console.print(f"        [dim]source: {escape('; '.join(f.sources))}[/]", highlight=False)
+        for o in outs:
+            if o.status == "not_assessed" or (verbose and o.status in ("pass", "not_applicable")):
+                s, st = MARK[o.status]
+                why = f": {escape(o.reason)}" if o.reason else ""
+                label = {"pass": "passed", "not_assessed": "not assessed", "not_applicable": "not applicable"}[o.status]
+                text = escape(o.check or o.title)
+                if o.status == "pass":
+                    console.print(f"    [{st}]{s}[/] [dim]{o.rule_id}[/] {text}", highlight=False)
+                else:
+                    console.print(f"    [{st}]{s}[/] [dim]{o.rule_id} {text} — {label}{why}[/]", highlight=False)
+    snap = report.snapshot
+    if snap.probe_errors:
+        console.print()
+        console.print("[magenta]Probe errors[/] (the scan went on without them):")
+        for e in snap.probe_errors:
+            console.print(f"    [magenta]?[/] {e.probe}: {escape(e.message)} [dim]({e.kind}, {e.seconds:.1f} s)[/]",
+                          highlight=False)
+    if verbose:
+        render_facts(report, console)
+    s = report.summary
+    console.print()
+    parts = [f"[bold red]{s.errors} error{'s' * (s.errors != 1)}[/]" if s.errors else "0 errors",
+             f"[yellow]{s.warnings} warning{'s' * (s.warnings != 1)}[/]" if s.warnings else "0 warnings",
+             f"{s.infos} info"]
+    console.print(f"Summary: {', '.join(parts)} · {s.passed} passed, {s.not_assessed} not assessed, "
+                  f"{s.not_applicable} not applicable · {s.probe_errors} probe error{'s' * (s.probe_errors != 1)} · "
+                  f"scan {snap.duration_s or 0:.1f} s")
+
+
+def render_facts(report: Report, console: Console) -> None:
+    """Every fact of the snapshot, one table per section (for -v)."""
+    snap = report.snapshot
+    for name in ("host", "cpu", "memory", "storage", "torch", "env"):
+        sec = getattr(snap, name)
+        if sec is None:
+            continue
+        table = Table(title=f"{name} facts — source: {sec.source}", show_header=False, title_justify="left")
+        for k, v in sec.model_dump(exclude={"source"}).items():
+            table.add_row(k, escape(str(v)))
+        console.print(table)
+    nv = snap.nvml
+    if nv:
+        table = Table(title=f"nvml facts — source: {nv.source}", show_header=False, title_justify="left")
+        for k, v in nv.model_dump(exclude={"source", "gpus"}).items():
+            table.add_row(k, escape(str(v)))
+        console.print(table)
+        for g in nv.gpus:
+            table = Table(title=f"GPU {g.index} — source: NVML", show_header=False, title_justify="left")
+            for k, v in g.model_dump().items():
+                table.add_row(k, escape(str(v)))
+            console.print(table)

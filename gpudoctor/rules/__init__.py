@@ -1,0 +1,5 @@
+"""Rules check the facts and give findings. Importing this package registers every rule family."""
+from gpudoctor.rules.engine import REGISTRY, evaluate, rule  # noqa: F401
+
+# Each family module registers its rules on import; the order is the report's order.
+from gpudoctor.rules import driver, torch_rules, gpu_health, pcie, host, nccl_env  # noqa: F401,E402

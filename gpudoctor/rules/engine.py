@@ -1,0 +1,153 @@
+"""The rule engine: rules register with metadata; ``evaluate`` runs them over a snapshot.
+
+A rule is a function ``f(ctx) -> Iterable[Finding] | None``. It yields findings built
+with ``ctx.finding(...)``; it raises :class:`NotAssessed` when the facts it needs are
+missing (never a silent pass) and :class:`NotApplicable` when the check does not
+apply to this host (e.g. PCIe rules without GPUs). No findings and no exception = pass.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Summary
+from gpudoctor.facts.model import Snapshot
+
+AREAS = ["Driver & NVML", "PyTorch", "Compatibility", "GPU health", "PCIe", "Topology", "Host", "NCCL & environment",
+         "Confirmation runs"]
+
+
+class NotAssessed(Exception):
+    """The facts this rule needs are missing; the report says so (never a pass)."""
+
+
+class NotApplicable(Exception):
+    """The rule does not apply to this host."""
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A rule's metadata; the docs page and ``gpudoctor explain`` are generated from it."""
+
+    id: str
+    area: str
+    severity: Severity
+    title: str
+    what: str
+    why: str
+    fix: str
+    sources: tuple[str, ...]
+    ok: str
+    func: Callable[["Ctx"], Optional[Iterable[Finding]]] = field(compare=False, repr=False)
+
+    @property
+    def family(self) -> str:
+        return "".join(c for c in self.id if c.isalpha())
+
+
+REGISTRY: dict[str, RuleSpec] = {}
+
+
+def rule(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
+         ok: Optional[str] = None):
+    """Register a rule. Its docstring is the 'what it does' paragraph; ``title`` names the problem,
+    ``ok`` the healthy state shown when the rule passes.
+
+    Raises ValueError on a duplicate id or unknown area (caught at import, in tests).
+    """
+    if area not in AREAS:
+        raise ValueError(f"unknown area {area!r}")
+
+    def deco(func):
+        if id in REGISTRY:
+            raise ValueError(f"duplicate rule id {id}")
+        REGISTRY[id] = RuleSpec(id=id, area=area, severity=severity, title=title,
+                                what=" ".join((func.__doc__ or "").split()), why=why, fix=fix,
+                                sources=tuple(sources), ok=ok or title, func=func)
+        return func
+
+    return deco
+
+
+class Ctx:
+    """What a rule sees: the snapshot, and a helper to build findings with its metadata."""
+
+    def __init__(self, snap: Snapshot, spec: RuleSpec):
+        self.snap = snap
+        self.spec = spec
+
+    def finding(self, evidence: list[str], *, subject: Optional[str] = None, severity: Optional[Severity] = None,
+                title: Optional[str] = None, remedy: Optional[str] = None, data: Optional[dict[str, Any]] = None,
+                sources: Optional[Iterable[str]] = None) -> Finding:
+        return Finding(rule_id=self.spec.id, severity=severity or self.spec.severity, area=self.spec.area,
+                       title=title or self.spec.title, subject=subject, evidence=evidence,
+                       remedy=remedy or self.spec.fix, sources=list(sources or self.spec.sources), data=data or {})
+
+    # helpers used by many rules
+    def gpus(self):
+        """NVML GPUs; raises NotAssessed / NotApplicable when NVML gave none."""
+        nv = self.snap.nvml
+        if nv is None:
+            raise NotAssessed("NVML facts missing (probe failed)")
+        if not nv.available or not nv.gpus:
+            raise NotApplicable("no NVIDIA GPU visible to NVML")
+        return nv.gpus
+
+    def gpu_count(self) -> int:
+        nv = self.snap.nvml
+        return len(nv.gpus) if nv and nv.available else 0
+
+    def env(self) -> dict[str, str]:
+        if self.snap.env is None:
+            raise NotAssessed("environment facts missing")
+        return self.snap.env.variables
+
+
+def evaluate(snap: Snapshot, only: Optional[Iterable[str]] = None) -> Report:
+    """Run the registered rules (or the ``only`` ids) over ``snap``; return the full Report."""
+    findings: list[Finding] = []
+    outcomes: list[RuleOutcome] = []
+    wanted = set(only) if only else None
+    for spec in REGISTRY.values():
+        if wanted is not None and spec.id not in wanted:
+            continue
+        ctx = Ctx(snap, spec)
+        try:
+            got = list(spec.func(ctx) or [])
+        except NotAssessed as exc:
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_assessed",
+                                        reason=str(exc)))
+            continue
+        except NotApplicable as exc:
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_applicable",
+                                        reason=str(exc)))
+            continue
+        except Exception as exc:  # a rule bug is reported, never a traceback
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_assessed",
+                                        reason=f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})"))
+            continue
+        findings.extend(got)
+        outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                    status="fail" if got else "pass"))
+    return Report(snapshot=snap, findings=findings, outcomes=outcomes, summary=summarize(snap, findings, outcomes))
+
+
+def summarize(snap: Snapshot, findings: list[Finding], outcomes: list[RuleOutcome]) -> Summary:
+    s = Summary(probe_errors=len(snap.probe_errors))
+    for f in findings:
+        if f.severity == "error":
+            s.errors += 1
+        elif f.severity == "warning":
+            s.warnings += 1
+        else:
+            s.infos += 1
+    for o in outcomes:
+        if o.status == "pass":
+            s.passed += 1
+        elif o.status == "not_assessed":
+            s.not_assessed += 1
+        elif o.status == "not_applicable":
+            s.not_applicable += 1
+    return s

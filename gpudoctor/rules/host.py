@@ -1,0 +1,113 @@
+"""Host rules (family HST): CPU cores, RAM, /dev/shm, storage."""
+from __future__ import annotations
+
+from gpudoctor.rules import data
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
+
+GIB = 1024 ** 3
+
+
+def _gpus_or_na(ctx) -> int:
+    n = ctx.gpu_count()
+    if n == 0:
+        raise NotApplicable("no NVIDIA GPU on this host")
+    return n
+
+
+@rule("HST001", "Host", "warning", "Too few CPU cores per GPU",
+      ok='enough CPU cores per GPU',
+      why="Each DDP rank needs a core for its Python loop plus DataLoader workers for decoding and augmentation; "
+          "below ~4 physical cores per GPU the GPUs wait for input. What counts is the cores this process may "
+          "use (CPU affinity, cgroup quota), not the host's total.",
+      fix="Give the job more cores (container CPU limit, Slurm --cpus-per-task, taskset), or fewer GPUs per node; "
+          "pin ranks to the cores of their GPU's NUMA node.",
+      sources=["checklist H15", "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"])
+def cores_per_gpu(ctx):
+    """Usable physical cores (affinity and cgroup quota, scaled by cores/threads) divided by the GPU count."""
+    n = _gpus_or_na(ctx)
+    cpu = ctx.snap.cpu
+    if cpu is None or not cpu.usable_cores:
+        raise NotAssessed("CPU facts missing")
+    smt = (cpu.logical_cores / cpu.physical_cores) if cpu.physical_cores and cpu.logical_cores else 1.0
+    physical = cpu.usable_cores / max(smt, 1.0)
+    per_gpu = physical / n
+    need = data.threshold("host.cores_per_gpu", "min")
+    if per_gpu < need:
+        yield ctx.finding([f"{cpu.usable_cores:g} usable logical CPUs (affinity {cpu.affinity_cores}, cgroup quota "
+                           f"{cpu.cgroup_quota_cores if cpu.cgroup_quota_cores is not None else 'none'}), "
+                           f"{smt:g} threads/core -> {physical:.1f} physical cores",
+                           f"{n} GPU(s): {per_gpu:.1f} cores per GPU < {need}"],
+                          data={"cores_per_gpu": round(per_gpu, 2), "min": need})
+
+
+@rule("HST002", "Host", "warning", "Too little RAM per GPU",
+      ok='enough RAM per GPU',
+      why="Each rank holds the model on the CPU at load time, pinned staging buffers and DataLoader worker "
+          "memory; below ~16 GB per GPU jobs get OOM-killed or swap. A container's memory limit is what counts.",
+      fix="Give the job more memory (container limit, Slurm --mem) or run fewer ranks per node.",
+      sources=["checklist H16"])
+def ram_per_gpu(ctx):
+    """min(RAM, cgroup limit) in GiB divided by the GPU count."""
+    n = _gpus_or_na(ctx)
+    mem = ctx.snap.memory
+    if mem is None or not mem.total_bytes:
+        raise NotAssessed("memory facts missing")
+    usable = min(mem.total_bytes, mem.cgroup_limit_bytes or mem.total_bytes)
+    per_gpu = usable / GIB / n
+    need = data.threshold("host.ram_per_gpu", "min_gib")
+    if per_gpu < need:
+        yield ctx.finding([f"RAM {mem.total_bytes / GIB:.1f} GiB, cgroup limit "
+                           f"{(str(round(mem.cgroup_limit_bytes / GIB, 1)) + ' GiB') if mem.cgroup_limit_bytes else 'none'}",
+                           f"{n} GPU(s): {per_gpu:.1f} GiB per GPU < {need} GiB"],
+                          data={"gib_per_gpu": round(per_gpu, 2), "min_gib": need})
+
+
+@rule("HST003", "Host", "warning", "/dev/shm too small",
+      ok='/dev/shm large enough',
+      why="PyTorch DataLoader workers pass batches through shared memory and NCCL's SHM transport uses /dev/shm; "
+          "Docker's default of 64 MB makes workers die with 'bus error' / 'unable to allocate shared memory' and "
+          "NCCL fail in shm_open with two or more local ranks.",
+      fix="Run the container with --ipc=host or --shm-size=1g or more (Kubernetes: mount an emptyDir with "
+          "medium: Memory at /dev/shm).",
+      sources=["https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
+               "https://github.com/pytorch/pytorch#docker-image", "checklist H22"])
+def dev_shm(ctx):
+    """Compares the size of /dev/shm (bytes) with the threshold."""
+    mem = ctx.snap.memory
+    if mem is None:
+        raise NotAssessed("memory facts missing")
+    if mem.shm_total_bytes is None:
+        yield ctx.finding([f"{mem.shm_path} not mounted or unreadable"], title="/dev/shm missing",
+                          data={"shm_total_bytes": None})
+        return
+    need = data.threshold("host.dev_shm", "min_bytes")
+    if mem.shm_total_bytes < need:
+        yield ctx.finding([f"{mem.shm_path}: {mem.shm_total_bytes / 2**20:.0f} MiB (< {need / 2**20:.0f} MiB)"],
+                          severity="error" if ctx.gpu_count() >= 2 and mem.shm_total_bytes < need / 8 else None,
+                          data={"shm_total_bytes": mem.shm_total_bytes, "min_bytes": need})
+
+
+@rule("HST004", "Host", "warning", "Training data on a rotational disk",
+      ok='data not on a rotational disk',
+      why="Random reads of many small samples from a spinning disk starve the GPUs; NVMe SSDs are the norm.",
+      fix="Move the dataset to local NVMe (or stage it there per job), or use a sequential format "
+          "(WebDataset/tar shards) and more DataLoader workers.",
+      sources=["checklist H17", "https://www.kernel.org/doc/Documentation/block/queue-sysfs.txt"])
+def rotational(ctx):
+    """Reads sysfs queue/rotational of the disk holding --data-path; a virtual disk's flag is not trusted."""
+    st = ctx.snap.storage
+    if st is None:
+        raise NotAssessed("storage facts missing")
+    if st.rotational is None:
+        raise NotApplicable(f"{st.path} is not on a local block device ({st.fs_type or 'unknown fs'})")
+    if not st.rotational:
+        return
+    if st.virtual_disk:
+        yield ctx.finding([f"{st.path} on {st.block_device} ({st.fs_type}): rotational=1 reported by a virtual disk",
+                           "in a VM the flag says nothing about the real storage"],
+                          severity="info", title="Data on a virtual disk that reports rotational (cannot tell)",
+                          remedy="Measure read throughput (e.g. fio) if data loading is slow.",
+                          data={"block_device": st.block_device, "virtual": True})
+    else:
+        yield ctx.finding([f"{st.path} on /dev/{st.block_device} ({st.fs_type}): rotational=1"],
+                          data={"block_device": st.block_device, "virtual": False})

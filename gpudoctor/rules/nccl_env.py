@@ -1,0 +1,111 @@
+"""NCCL / CUDA environment rules (family NCL)."""
+from __future__ import annotations
+
+import difflib
+
+from gpudoctor.rules import data
+from gpudoctor.rules.engine import rule
+
+ENV_URL = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+TORCH_ENV_URL = "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html"
+
+
+def _nccl():
+    return data.load("nccl_env")
+
+
+@rule("NCL001", "NCCL & environment", "warning", "NCCL algorithm or protocol forced",
+      ok="NCCL algorithm and protocol left to NCCL's tuner",
+      why="NCCL's tuner picks the algorithm (Ring, Tree, NVLS, ...) and protocol (LL, LL128, Simple) per message "
+          "size and topology. Forcing one (the 'golden settings' of old guides) overrides that choice for every "
+          "size and usually costs bandwidth; the NCCL guide discourages setting NCCL_PROTO and warns that forcing "
+          "LL128 where unsupported can corrupt data.",
+      fix="Unset NCCL_ALGO and NCCL_PROTO (keep them only for a measured, documented case).",
+      sources=[ENV_URL, "checklist H12"])
+def forced_algo(ctx):
+    """Flags NCCL_ALGO and NCCL_PROTO when set."""
+    env = ctx.env()
+    for name in ("NCCL_ALGO", "NCCL_PROTO"):
+        if name in env:
+            yield ctx.finding([f"{name}={env[name]}"], subject=name, remedy=f"unset {name}")
+
+
+@rule("NCL002", "NCCL & environment", "warning", "Obsolete NCCL variable",
+      ok='no obsolete NCCL variable',
+      why="Variables removed or renamed in NCCL are silently ignored (or only partly honoured), so the setting "
+          "the script relies on is not in effect.",
+      fix="Use the current name given below, or drop the variable.",
+      sources=[ENV_URL, "checklist H12"])
+def obsolete(ctx):
+    """Flags obsolete or renamed NCCL_* variables, with their replacement."""
+    env = ctx.env()
+    table = _nccl()["obsolete"]
+    for name in sorted(env):
+        if name in table:
+            yield ctx.finding([f"{name}={env[name]}: obsolete; use {table[name]}"], subject=name,
+                              remedy=f"unset {name}; use {table[name]}")
+
+
+@rule("NCL003", "NCCL & environment", "warning", "Unknown (misspelled?) NCCL variable",
+      ok='no unknown NCCL variable',
+      why="NCCL ignores variables it does not know, so a typo silently leaves the default in place.",
+      fix="Correct the name (closest documented name shown) or remove it.",
+      sources=[ENV_URL, "checklist H12"])
+def unknown(ctx):
+    """Flags NCCL_* names not documented by NCCL (nor obsolete, nor PyTorch's old aliases), suggesting the closest."""
+    env = ctx.env()
+    d = _nccl()
+    known = set(d["known"]) | set(d["obsolete"]) | set(d["torch_renamed"]) | set(d.get("image_metadata", []))
+    for name in sorted(env):
+        if name.startswith("NCCL_") and name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            yield ctx.finding([f"{name}={env[name]}: not a documented NCCL variable{hint}"], subject=name,
+                              remedy=f"rename to {close[0]}" if close else f"unset {name}",
+                              data={"suggestion": close[0] if close else None})
+
+
+@rule("NCL004", "NCCL & environment", "warning", "PyTorch NCCL variable under its old name",
+      ok='no deprecated PyTorch NCCL variable name',
+      why="PyTorch renamed its ProcessGroupNCCL variables with a TORCH_ prefix (e.g. NCCL_ASYNC_ERROR_HANDLING -> "
+          "TORCH_NCCL_ASYNC_ERROR_HANDLING); the old names are deprecated aliases that newer releases warn about "
+          "and will drop.",
+      fix="Rename the variable as shown.",
+      sources=[TORCH_ENV_URL, "checklist H13"])
+def torch_renamed(ctx):
+    """Flags NCCL_ASYNC_ERROR_HANDLING and the other deprecated PyTorch aliases."""
+    env = ctx.env()
+    table = _nccl()["torch_renamed"]
+    for name in sorted(env):
+        if name in table:
+            yield ctx.finding([f"{name}={env[name]}: deprecated alias of {table[name]}"], subject=name,
+                              remedy=f"export {table[name]}={env[name]}; unset {name}")
+
+
+@rule("NCL005", "NCCL & environment", "warning", "NCCL debugging variable set",
+      ok='no NCCL debugging variable set',
+      why="The NCCL guide lists these as debugging variables that 'should not be used in production nor retained "
+          "in scripts' because they force slower paths or may cause crashes or hangs. NCCL_P2P_DISABLE and "
+          "NCCL_SHM_DISABLE left over from a debugging session are a classic cause of '2 GPUs not faster than 1'.",
+      fix="Unset it unless a measured problem needs it.",
+      sources=[ENV_URL, "checklist H12"])
+def debug_vars(ctx):
+    """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides)."""
+    env = ctx.env()
+    table = _nccl()["debug_only"]
+    for name in sorted(env):
+        if name in table and not (name.endswith("_DISABLE") and env[name].strip() in ("0", "")):
+            yield ctx.finding([f"{name}={env[name]}: {table[name]}"], subject=name, remedy=f"unset {name}")
+
+
+@rule("NCL006", "NCCL & environment", "warning", "CUDA_LAUNCH_BLOCKING=1",
+      ok='CUDA_LAUNCH_BLOCKING not set',
+      why="It makes every kernel launch synchronous: useful to locate an error, much slower for training, and it "
+          "serialises DDP's overlap of communication with backward.",
+      fix="unset CUDA_LAUNCH_BLOCKING",
+      sources=["https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", "checklist H12"])
+def launch_blocking(ctx):
+    """Flags CUDA_LAUNCH_BLOCKING set to 1."""
+    env = ctx.env()
+    if env.get("CUDA_LAUNCH_BLOCKING", "").strip() == "1":
+        yield ctx.finding(["CUDA_LAUNCH_BLOCKING=1"], subject="CUDA_LAUNCH_BLOCKING")

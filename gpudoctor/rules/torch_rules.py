@@ -1,0 +1,165 @@
+"""PyTorch rules (family TRC): is the torch in the target interpreter able to use these GPUs?"""
+from __future__ import annotations
+
+from gpudoctor.rules import data
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
+from gpudoctor.rules.versions import arch_covers, cc_tuple, visible_device_count, vtuple
+
+MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+INSTALL_URL = "https://pytorch.org/get-started/locally/"
+
+
+def _torch(ctx):
+    t = ctx.snap.torch
+    if t is None:
+        raise NotAssessed("torch probe failed")
+    return t
+
+
+def _index_hint(ctx) -> str:
+    nv = ctx.snap.nvml
+    major = (vtuple(nv.cuda_driver_version) or (0,))[0] if nv and nv.available else 0
+    table = data.load("thresholds")["cuda"]["torch_index_for_driver"]
+    variant = table.get(str(major))
+    if not variant:
+        return f"pip install torch (see {INSTALL_URL})"
+    return f"pip install torch --index-url https://download.pytorch.org/whl/{variant}"
+
+
+@rule("TRC001", "PyTorch", "error", "PyTorch is not installed in the target interpreter",
+      ok='PyTorch importable in the target interpreter',
+      why="The training script's interpreter cannot import torch, so nothing else can be checked or run.",
+      fix="Install a CUDA build of PyTorch into that interpreter (gpudoctor never installs it for you), "
+          "or point gpudoctor at the right one with --python.",
+      sources=[INSTALL_URL, "checklist H1"])
+def torch_missing(ctx):
+    """Fires when the target interpreter has no importable torch (or importing it fails)."""
+    t = _torch(ctx)
+    if not t.installed:
+        yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
+                          remedy=f"{_index_hint(ctx)}  (into {t.interpreter}), or pass --python PATH")
+    elif t.error:
+        yield ctx.finding([f"{t.interpreter}: import torch failed: {t.error}"], subject=t.interpreter,
+                          title="PyTorch is installed but cannot be imported",
+                          remedy="Reinstall torch in a clean virtual environment; the message above names the broken piece.")
+
+
+@rule("TRC002", "PyTorch", "error", "CPU-only PyTorch build on a GPU host",
+      ok='PyTorch is a CUDA build',
+      why="A CPU-only wheel (torch.version.cuda is None, e.g. '+cpu') cannot use the GPUs at all.",
+      fix="Replace it with a CUDA build that matches the driver.",
+      sources=[INSTALL_URL, "checklist H1, H5"])
+def cpu_only_build(ctx):
+    """Fires when torch has no CUDA (nor ROCm) support while NVML sees NVIDIA GPUs."""
+    t = _torch(ctx)
+    if not t.installed or t.error:
+        raise NotApplicable("torch not importable (TRC001)")
+    n = ctx.gpu_count()
+    if n == 0:
+        raise NotApplicable("no NVIDIA GPU on this host")
+    if t.cuda is None and t.hip is None:
+        yield ctx.finding([f"torch {t.version}: torch.version.cuda = None", f"NVML: {n} NVIDIA GPU(s)"],
+                          remedy=f"{_index_hint(ctx)}  (into {t.interpreter})",
+                          data={"torch": t.version, "gpu_count": n})
+
+
+@rule("TRC003", "PyTorch", "error", "PyTorch's CUDA runtime is newer than the driver supports",
+      ok="PyTorch's CUDA runtime supported by the driver",
+      why="A CUDA runtime newer than the driver fails at initialisation ('CUDA driver version is insufficient "
+          "for CUDA runtime version') unless CUDA minor-version compatibility covers it: same CUDA major and a "
+          "driver at or above that major's minimum. Under minor-version compatibility, code that JIT-compiles "
+          "newer PTX and features that need the newer driver still fail (cudaErrorCallRequiresNewerDriver, "
+          "cudaErrorUnsupportedPtxVersion).",
+      fix="Upgrade the NVIDIA driver to the branch that matches torch's CUDA, or install a torch wheel built "
+          "for the CUDA the driver supports.",
+      sources=[MVC_URL, "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html", "checklist H2, H21"])
+def runtime_vs_driver(ctx):
+    """Compares torch.version.cuda with the driver's CUDA version (NVML), allowing minor-version compatibility."""
+    t = _torch(ctx)
+    nv = ctx.snap.nvml
+    if not t.installed or not t.cuda:
+        raise NotApplicable("no CUDA build of torch")
+    if nv is None or not nv.available:
+        raise NotAssessed("driver CUDA version unknown (NVML unavailable)")
+    rt, drv = vtuple(t.cuda), vtuple(nv.cuda_driver_version)
+    if not rt or not drv:
+        raise NotAssessed("CUDA version not readable")
+    if rt[:2] <= drv[:2]:
+        return
+    ev = [f"torch {t.version}: CUDA runtime {t.cuda}", f"driver {nv.driver_version}: supports CUDA up to {nv.cuda_driver_version}"]
+    floor = data.load("thresholds")["cuda"]["minor_version_compatibility"].get(str(rt[0]))
+    data_ = {"torch_cuda": t.cuda, "driver_cuda": nv.cuda_driver_version, "driver": nv.driver_version}
+    if rt[0] == drv[0] and floor and (vtuple(nv.driver_version) or (0,)) >= vtuple(floor):
+        yield ctx.finding(ev + [f"same CUDA major and driver >= {floor}: runs under minor-version compatibility"],
+                          severity="info", title="PyTorch's CUDA runs under minor-version compatibility",
+                          remedy="Works as is. PTX JIT of kernels built with the newer toolkit will fail; upgrade the "
+                                 "driver to remove the limitation.", data=data_)
+        return
+    if t.cuda_error:
+        ev.append(f"torch CUDA init: {t.cuda_error[:300]}")
+    yield ctx.finding(ev, data=data_,
+                      remedy=f"Upgrade the driver to one supporting CUDA {t.cuda}, or: {_index_hint(ctx)}")
+
+
+@rule("TRC004", "PyTorch", "error", "GPU architecture missing from torch's arch list",
+      ok='torch arch list covers every GPU',
+      why="A torch build carries machine code (cubins) for a list of architectures. A GPU whose compute "
+          "capability is not covered by a cubin of the same major and lower-or-equal minor fails with "
+          "'no kernel image is available for execution on the device'; if only PTX covers it, kernels are "
+          "JIT-compiled at first use (slow start, large cache).",
+      fix="Install a torch build whose arch list includes this GPU (see torch.cuda.get_arch_list()), or build "
+          "from source with TORCH_CUDA_ARCH_LIST set to the GPU's capability.",
+      sources=["https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
+               "https://docs.nvidia.com/cuda/blackwell-compatibility-guide/index.html", "checklist H3"])
+def arch_list(ctx):
+    """Checks every GPU's compute capability against torch.cuda.get_arch_list()."""
+    t = _torch(ctx)
+    if not t.installed or not t.cuda:
+        raise NotApplicable("no CUDA build of torch")
+    if not t.arch_list:
+        raise NotAssessed("torch reported an empty arch list (CUDA not initialised)")
+    for g in ctx.gpus():
+        cc = cc_tuple(g.compute_capability)
+        if cc is None:
+            continue
+        verdict, entry = arch_covers(t.arch_list, cc)
+        ev = [f"GPU {g.index} {g.name}: compute capability {g.compute_capability} (sm_{cc[0]}{cc[1]})",
+              f"torch {t.version} arch list: {' '.join(t.arch_list)}"]
+        if verdict == "ptx":
+            yield ctx.finding(ev + [f"only PTX {entry} covers it: kernels are JIT-compiled at first use"],
+                              severity="warning", subject=f"GPU {g.index}",
+                              title="GPU covered only by PTX in torch's arch list (JIT at start-up)")
+        elif verdict == "none":
+            yield ctx.finding(ev + ["no cubin or PTX covers it: 'no kernel image is available'"],
+                              subject=f"GPU {g.index}")
+
+
+@rule("TRC005", "PyTorch", "error", "torch does not see the GPUs NVML sees",
+      ok='torch sees every GPU NVML sees',
+      why="If torch.cuda.is_available() is False or device_count() differs from the GPUs the driver exposes "
+          "(after CUDA_VISIBLE_DEVICES), DDP starts fewer ranks than planned or fails to start.",
+      fix="Read the CUDA initialisation error below; check CUDA_VISIBLE_DEVICES, the container's GPU request, "
+          "and that the fabric manager is running on NVSwitch systems (error 802).",
+      sources=["https://pytorch.org/docs/stable/notes/cuda.html",
+               "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars", "checklist H5"])
+def device_count(ctx):
+    """Compares torch.cuda.device_count() with NVML's GPU count filtered by CUDA_VISIBLE_DEVICES."""
+    t = _torch(ctx)
+    if not t.installed or not t.cuda:
+        raise NotApplicable("no CUDA build of torch")
+    n = len(ctx.gpus())
+    cvd = (ctx.snap.env.variables.get("CUDA_VISIBLE_DEVICES") if ctx.snap.env else None)
+    expected = visible_device_count(cvd, n)
+    got = t.device_count if t.cuda_available else 0
+    if got == expected and t.cuda_available:
+        return
+    ev = [f"NVML: {n} GPU(s)" + (f"; CUDA_VISIBLE_DEVICES={cvd!r} -> {expected} visible" if cvd is not None else ""),
+          f"torch: is_available()={t.cuda_available}, device_count()={t.device_count}"]
+    if t.cuda_error:
+        ev.append(f"CUDA init: {t.cuda_error[:300]}")
+    if expected == 0 and cvd is not None:
+        yield ctx.finding(ev, title="CUDA_VISIBLE_DEVICES hides every GPU",
+                          remedy="Unset CUDA_VISIBLE_DEVICES or list valid GPU indices / UUIDs.",
+                          data={"nvml": n, "expected": expected, "torch": got})
+        return
+    yield ctx.finding(ev, data={"nvml": n, "expected": expected, "torch": got})
