@@ -121,3 +121,34 @@ def test_every_rule_cites_a_source_and_has_docs():
 
     for spec in REGISTRY.values():
         assert spec.sources and spec.what and spec.why and spec.fix, spec.id
+
+
+def test_sigint_during_scan_keeps_partial_report_and_leaves_no_child(tmp_path):
+    import signal
+    import time
+
+    import psutil
+
+    hang = tmp_path / "slowpython"
+    hang.write_text(f"#!{sys.executable}\nimport time; time.sleep(60)\n")
+    hang.chmod(0o755)
+    out = tmp_path / "partial.json"
+    p = subprocess.Popen([sys.executable, "-m", "gpudoctor", "scan", "--python", str(hang), "--save", str(out)],
+                         env=dict(os.environ, PYTHONPATH=ROOT, NO_COLOR="1"), cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline:   # wait until the (hanging) torch probe child runs
+        kids = psutil.Process(p.pid).children(recursive=True) if p.poll() is None else []
+        if any("slowpython" in " ".join(k.cmdline()) for k in kids if k.is_running()):
+            break
+        time.sleep(0.1)
+    kid_pids = [k.pid for k in psutil.Process(p.pid).children(recursive=True)]
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=20)
+    assert p.returncode == 130 and "Traceback" not in stderr
+    rep = Report.model_validate_json(out.read_text())
+    assert any(e.kind == "interrupted" and e.probe == "torch" for e in rep.snapshot.probe_errors)
+    assert rep.snapshot.host is not None              # the finished probes are kept
+    time.sleep(0.5)
+    alive = [pid for pid in kid_pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+    assert alive == []
