@@ -341,3 +341,11 @@ def test_top014_case_017_p2p_level_loc_on_nvlink():
     assert o.status == "fail" and "NCCL_P2P_LEVEL=LOC" in f[0].evidence
     assert run(bare(topology_from_text(text("topo/008-4x2080ti-all-pix-tabs.txt")), env=env),
                "TOP014")[0].status == "pass"
+
+
+def test_env_probe_collects_job_size_variables():
+    from gpudoctor.probes.env import collect_env
+
+    got = collect_env({"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2", "HOME": "/root"})
+    assert got == {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2"}
+    assert multi_node(got) is True
