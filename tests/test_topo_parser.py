@@ -117,6 +117,11 @@ def test_case_027_phb_numa_not_available():
     assert m.info["GPU0"].numa_affinity is None and m.info["GPU0"].cpu_affinity == "0-63"
 
 
+def test_prose_before_the_header_is_skipped():
+    m = parse_topo_matrix("GPU0 is hot and GPU1 too\n$ nvidia-smi topo -m\n" + read(FIX / "cases" / "001-topo.txt"))
+    assert m.rel("GPU0", "GPU1") == "NODE"
+
+
 def test_helpers():
     assert link_class("NV12") == "NV" and link_class("SOC") == "SYS" and link_class(None) is None
     assert nvlink_count("NV18") == 18 and nvlink_count("PIX") == 0
@@ -151,7 +156,7 @@ def test_garbage_raises_parse_error(text):
 
 # ---------------------------------------------------------------- fuzzing
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=st.sampled_from(list("GPUNIC0123456789 \tXSYNODEPHBVAfinty-,\n\x1b[m")), max_size=400))
 def test_fuzz_text_only_parse_error(text):
     try:
@@ -202,7 +207,7 @@ def render(labels, cells, sep, ansi, numa, aff, g):
     return "\n".join(lines) + "\n\nLegend:\n\n  X    = Self\n"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(matrices())
 def test_fuzz_generated_matrices_round_trip(mat):
     labels, cells, sep, ansi, numa, aff, g = mat
@@ -212,7 +217,7 @@ def test_fuzz_generated_matrices_round_trip(mat):
     assert m.gpus == labels[:g]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(matrices(), st.data())
 def test_fuzz_one_changed_cell_is_caught(mat, data):
     labels, cells, sep, ansi, numa, aff, g = mat
@@ -228,7 +233,7 @@ def test_fuzz_one_changed_cell_is_caught(mat, data):
         parse_topo_matrix(render(labels, bad, sep, ansi, numa, aff, g))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(matrices(), st.data())
 def test_fuzz_cut_paste_never_invents_rows(mat, data):
     text = render(*mat).split("\n\nLegend")[0]

@@ -100,6 +100,9 @@ def _find_header(lines: list[str]) -> tuple[int, list[str], list[str]]:
             continue  # prose mentioning GPU0
         if not labels or labels[0] != "GPU0" or any(REL.fullmatch(lab) for lab in labels):
             continue  # a matrix row (GPU0 X NV4 ...), not the header
+        nxt = next((ln.strip() for ln in lines[n + 1:] if ln.strip()), "")
+        if not re.match(r"GPU0(?![\w])", nxt):
+            continue  # prose that starts with 'GPU0': the header is followed by GPU0's row
             continue
         return n, labels, columns
     raise ParseError("no `nvidia-smi topo -m` header found (a line starting with the column labels GPU0 ...)")
