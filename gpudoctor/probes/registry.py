@@ -8,6 +8,7 @@ from gpudoctor.probes.memory import probe_memory
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.runner import Probe, ProbeOptions, run_probes
 from gpudoctor.probes.storage import probe_storage
+from gpudoctor.probes.topology import probe_topology
 from gpudoctor.probes.torch_probe import probe_torch
 
 PROBES: list[Probe] = [
@@ -18,6 +19,7 @@ PROBES: list[Probe] = [
     Probe("memory", "memory", probe_memory),
     Probe("storage", "storage", probe_storage),
     Probe("env", "env", probe_env),
+    Probe("topology", "topology", probe_topology, timeout_s=lambda o: 2 * o.nvml_timeout_s + 40),
 ]
 
 

@@ -103,6 +103,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                 else:
                     console.print(f"    [{st}]{s}[/] [dim]{o.rule_id} {text} — {label}{why}[/]", highlight=False)
     snap = report.snapshot
+    if snap.topology is not None:
+        from gpudoctor.reports.topology import render_topology
+
+        render_topology(snap.topology, console, verbose=verbose)
     if snap.probe_errors:
         console.print()
         console.print("[magenta]Probe errors[/] (the scan went on without them):")
