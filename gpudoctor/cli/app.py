@@ -82,14 +82,25 @@ def scan(
     from gpudoctor.probes.runner import ProbeOptions
     from gpudoctor.rules import evaluate
 
-    opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
-    if not json_out and sys.stderr.isatty():
-        from rich.console import Console
+    from gpudoctor.probes.runner import ScanInterrupted
 
-        with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
+    opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
+    try:
+        if not json_out and sys.stderr.isatty():
+            from rich.console import Console
+
+            with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
+                snap = do_scan(opts)
+        else:
             snap = do_scan(opts)
-    else:
-        snap = do_scan(opts)
+    except ScanInterrupted as exc:
+        # Ctrl-C: children are already killed; keep and show what was found, exit 130.
+        sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
+        try:
+            emit(evaluate(exc.snapshot), json_out, save, verbose, FailOn.never)
+        except typer.Exit:
+            pass
+        raise typer.Exit(130)
     emit(evaluate(snap), json_out, save, verbose, fail_on)
 
 

@@ -30,7 +30,7 @@ class ProbeError(_Model):
     """A probe that failed, timed out or crashed. The scan goes on without it."""
 
     probe: str
-    kind: Literal["error", "timeout", "crash", "missing"] = "error"
+    kind: Literal["error", "timeout", "crash", "missing", "interrupted"] = "error"
     message: str
     seconds: float = Field(description="wall time the probe ran before it failed, s")
 

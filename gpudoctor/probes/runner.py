@@ -18,6 +18,14 @@ from gpudoctor import __version__
 from gpudoctor.facts.model import ProbeError, Snapshot
 
 
+class ScanInterrupted(Exception):
+    """SIGINT arrived during the scan; ``snapshot`` holds what the finished probes found."""
+
+    def __init__(self, snapshot: Snapshot):
+        super().__init__("interrupted")
+        self.snapshot = snapshot
+
+
 class ProbeFailed(Exception):
     """Raised by a probe to report a failure with a clean one-line message."""
 
@@ -66,6 +74,7 @@ def _run_one(probe: Probe, opts: ProbeOptions, out: dict) -> None:
                                   message=f"{type(exc).__name__}: {exc}{where}",
                                   seconds=round(time.perf_counter() - t0, 3))
     out["seconds"] = round(time.perf_counter() - t0, 3)
+    out["done"] = True
 
 
 def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
@@ -84,9 +93,26 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
         slots.append((probe, out, th, time.perf_counter() + probe.timeout_s(opts)))
     snap = Snapshot(gpudoctor_version=__version__, created_at=started.isoformat(timespec="seconds"),
                     data_path=opts.data_path)
+    interrupted = False
+    cut: set[str] = set()  # probes still running when SIGINT arrived
     for probe, out, th, deadline in slots:
-        th.join(max(0.0, deadline - time.perf_counter()))
-        if th.is_alive():
+        if not interrupted:
+            try:
+                th.join(max(0.0, deadline - time.perf_counter()))
+            except KeyboardInterrupt:
+                interrupted = True
+                # not Thread.is_alive(): a join interrupted by SIGINT can mark a running thread
+                # stopped (CPython bpo-45274); each probe sets its own "done" flag instead.
+                cut = {p.name for p, o, _, _ in slots if not o.get("done")}
+                from gpudoctor.probes.subproc import kill_all
+
+                kill_all()
+        if interrupted and probe.name in cut:
+            snap.probe_errors.append(ProbeError(probe=probe.name, kind="interrupted",
+                                                message="interrupted (SIGINT) before it finished",
+                                                seconds=round(time.perf_counter() - t0, 3)))
+            continue
+        if not out.get("done"):
             snap.probe_errors.append(ProbeError(probe=probe.name, kind="timeout",
                                                 message=f"no result within {probe.timeout_s(opts):.0f} s; abandoned",
                                                 seconds=round(time.perf_counter() - t0, 3)))
@@ -97,4 +123,6 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
             snap.probe_errors.append(out["error"])
         snap.probe_seconds[probe.name] = out.get("seconds", 0.0)
     snap.duration_s = round(time.perf_counter() - t0, 3)
+    if interrupted:
+        raise ScanInterrupted(snap)
     return snap
