@@ -234,8 +234,8 @@ def check(subject: Subject, target: Target, strict: bool = False) -> Result:
     """All verdicts for one subject on one target; fail if any fails (or, with ``strict``, is unknown)."""
     verdicts: list[C.Verdict] = []
     if subject.cuda is None:
-        verdicts.append(C.Verdict("cuda-build", C.FAIL, f"{subject.label} is a {subject.variant or 'CPU-only'} build: "
-                                                        f"no CUDA, it cannot use NVIDIA GPUs"))
+        kind = "CPU-only" if subject.variant in (None, "cpu") else f"{subject.variant} (not CUDA)"
+        verdicts.append(C.Verdict("cuda-build", C.FAIL, f"a {kind} build of torch: it cannot use NVIDIA GPUs"))
     else:
         if target.driver or target.driver_cuda:
             verdicts.append(C.runtime_vs_driver(subject.cuda, target.driver, target.driver_cuda))

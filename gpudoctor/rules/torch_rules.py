@@ -145,7 +145,8 @@ def arch_list(ctx):
         if cc_tuple(g.compute_capability) is None:
             continue
         v = arch_vs_cc(arch, g.compute_capability, t.cuda, arch_source=source, arch_status=status)
-        ev = [f"GPU {g.index} {g.name}: compute capability {g.compute_capability}",
+        cc = cc_tuple(g.compute_capability)
+        ev = [f"GPU {g.index} {g.name}: compute capability {g.compute_capability} (sm_{cc[0]}{cc[1]})",
               f"torch {t.version} arch list ({source}): {' '.join(arch)}", v.reason] + v.unverified
         if v.status == CAVEAT and _under_mvc(ctx, t):
             yield ctx.finding(ev + ["the driver is older than torch's CUDA (minor-version compatibility): it cannot "
