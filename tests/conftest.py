@@ -43,6 +43,8 @@ def cpu_host_snap(h200_snap) -> Snapshot:
     h200_snap.nvml.cuda_driver_version = None
     t = h200_snap.torch
     t.version, t.cuda, t.cuda_available, t.device_count, t.devices, t.arch_list = "2.13.0+cpu", None, False, 0, [], []
+    # the H200's torchvision 0.26.0+cu130 / torchaudio 2.11.0+cu130 do not belong to torch 2.13.0+cpu (CMP001)
+    t.torchvision_version = t.torchaudio_version = None
     return h200_snap
 
 

@@ -154,6 +154,88 @@ def list_rules():
         sys.stdout.write(f"{spec.id:8} {spec.severity:8} {spec.area:20} {spec.title}\n")
 
 
+class CheckFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    github = "github"
+
+
+@app.command("cuda-version-check")
+def cuda_version_check(
+    torch: List[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
+                                    "PyPI wheel, with that release's default CUDA). Repeatable."),
+    requirements: Optional[str] = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
+                                               "requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock."),
+    driver: Optional[str] = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
+    gpu: List[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
+    cc: List[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
+    fleet: Optional[str] = typer.Option(None, "--fleet", help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
+    fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
+                                         "(default: this one if it has torch, else python3 on PATH)."),
+    strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+):
+    """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
+
+    Exit codes: 0 every target passes, 1 any fails, 2 bad input (unknown GPU, unparseable pin, missing file).
+    """
+    from gpudoctor.compat import versioncheck as vc
+    from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file
+
+    try:
+        if fleet and (driver or gpu or cc):
+            raise vc.InputError("--fleet cannot be combined with --driver / --gpu / --cc")
+        if torch and requirements:
+            raise vc.InputError("give --torch or --requirements, not both")
+        if fleet:
+            targets = vc.load_fleet(fleet)
+        elif gpu or cc:
+            targets = [vc.target_from("", driver, gpu=g, where="--") for g in gpu] + \
+                      [vc.target_from("", driver, cc=c, where="--") for c in cc]
+        elif driver:
+            targets = [vc.target_from("", driver, where="--")]
+        else:
+            targets = None
+        if torch:
+            subjects = [vc.subject_from_pin(parse_pin(t)) for t in torch]
+        elif requirements:
+            subjects = [vc.subject_from_pin(p) for p in pins_from_file(requirements)]
+        else:
+            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
+            from gpudoctor.probes.torch_probe import probe_torch
+
+            try:
+                tf = probe_torch(ProbeOptions(python=python, torch_timeout_s=torch_timeout))
+            except ProbeFailed as exc:
+                raise vc.InputError(f"cannot read the installed torch: {exc}")
+            subjects = [vc.subject_from_torch(tf)]
+        if targets is None:
+            from gpudoctor.probes.nvml import probe_nvml
+            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
+
+            try:
+                nv = probe_nvml(ProbeOptions())
+            except ProbeFailed as exc:
+                nv = exc.partial
+            if nv is None or not nv.available:
+                why = (nv.error if nv is not None else None) or "NVML unavailable"
+                raise vc.InputError(f"no target given and no NVIDIA driver on this host ({why}); "
+                                    f"give --driver, --gpu, --cc or --fleet")
+            targets = vc.targets_from_nvml(nv)
+    except (vc.InputError, PinError) as exc:
+        raise fail(str(exc))
+    results = []
+    for s in subjects:
+        results += [vc.check(s, t, strict=strict) for t in targets]
+        comp = vc.check_companions(s, strict=strict)
+        if comp is not None:
+            results.append(comp)
+    sys.stdout.write(vc.RENDERERS[fmt.value](results) + "\n")
+    raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results) else EXIT_OK)
+
+
 def main() -> None:
     """Console entry point: run the app; turn any unexpected exception into one line and exit 3."""
     try:

@@ -377,6 +377,19 @@ class TopologyFacts(_Model):
     link_classes: list[LinkClass] = Field(default_factory=list)
     pairs: list[TopoPair] = Field(default_factory=list, description="every GPU pair (derived from the sources above)")
     errors: dict[str, str] = Field(default_factory=dict, description="parts of the probe that failed, with why")
+class SharedLibrary(_Model):
+    """A cuDNN / NCCL / libcuda library file found in an LD_LIBRARY_PATH directory (by name, never loaded)."""
+
+    kind: Literal["cudnn", "nccl", "cuda"] = Field(description="cuda = libcuda.so, the user-mode driver (cuda-compat)")
+    path: str
+    directory: str
+    version: Optional[str] = Field(None, description="from the file name or its symlink target, e.g. '9.1.0'")
+
+
+class LibPathFacts(_Model):
+    source: str = "file names in the LD_LIBRARY_PATH directories (nothing is loaded)"
+    ld_library_path: list[str] = Field(default_factory=list)
+    libraries: list[SharedLibrary] = Field(default_factory=list)
 
 
 class Snapshot(_Model):
@@ -395,5 +408,6 @@ class Snapshot(_Model):
     torch: Optional[TorchFacts] = None
     env: Optional[EnvFacts] = None
     topology: Optional[TopologyFacts] = None
+    libpath: Optional[LibPathFacts] = None
     probe_errors: list[ProbeError] = Field(default_factory=list)
     probe_seconds: dict[str, float] = Field(default_factory=dict, description="wall time of each probe, s")

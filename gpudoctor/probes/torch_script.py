@@ -91,6 +91,13 @@ def main():
         out["arch_list"] = list(torch.cuda.get_arch_list())
     except Exception:
         out["arch_list"] = []
+    if not out["arch_list"] and out.get("cuda"):
+        # get_arch_list() is [] without a usable GPU (CI, driver too old); the build's flags are still there
+        try:
+            flags = torch._C._cuda_getArchFlags()
+            out["arch_list"] = flags.split() if flags else []
+        except Exception:
+            pass
     devices = []
     if out.get("cuda_available"):
         for i in range(out.get("device_count") or 0):

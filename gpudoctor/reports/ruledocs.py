@@ -5,8 +5,8 @@ from gpudoctor.rules.engine import REGISTRY, RuleSpec
 
 FAMILIES = {
     "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
-    "NCL": "NCCL & environment",
     "TOP": "Topology",
+    "NCL": "NCCL & environment", "CMP": "Compatibility",
 }
 
 
