@@ -9,10 +9,11 @@ MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compa
 INSTALL_URL = "https://pytorch.org/get-started/locally/"
 
 
-def _torch(ctx):
+def _torch(ctx, *fields):
     t = ctx.snap.torch
     if t is None:
         raise NotAssessed("torch probe failed")
+    ctx.require("torch", *fields)
     return t
 
 
@@ -34,7 +35,7 @@ def _index_hint(ctx) -> str:
       sources=[INSTALL_URL, "checklist H1"])
 def torch_missing(ctx):
     """Fires when the target interpreter has no importable torch (or importing it fails)."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed")
     if not t.installed:
         yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
                           remedy=f"{_index_hint(ctx)}  (into {t.interpreter}), or pass --python PATH")
@@ -51,7 +52,7 @@ def torch_missing(ctx):
       sources=[INSTALL_URL, "checklist H1, H5"])
 def cpu_only_build(ctx):
     """Fires when torch has no CUDA (nor ROCm) support while NVML sees NVIDIA GPUs."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda")
     if not t.installed or t.error:
         raise NotApplicable("torch not importable (TRC001)")
     n = ctx.gpu_count()
@@ -75,7 +76,7 @@ def cpu_only_build(ctx):
       sources=[MVC_URL, "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html", "checklist H2, H21"])
 def runtime_vs_driver(ctx):
     """Compares torch.version.cuda with the driver's CUDA version (NVML), allowing minor-version compatibility."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda")
     nv = ctx.snap.nvml
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
@@ -113,12 +114,12 @@ def runtime_vs_driver(ctx):
                "https://docs.nvidia.com/cuda/blackwell-compatibility-guide/index.html", "checklist H3"])
 def arch_list(ctx):
     """Checks every GPU's compute capability against torch.cuda.get_arch_list()."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda", "arch_list")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     if not t.arch_list:
         raise NotAssessed("torch reported an empty arch list (CUDA not initialised)")
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("compute_capability"):
         cc = cc_tuple(g.compute_capability)
         if cc is None:
             continue
@@ -144,7 +145,9 @@ def arch_list(ctx):
                "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars", "checklist H5"])
 def device_count(ctx):
     """Compares torch.cuda.device_count() with NVML's GPU count filtered by CUDA_VISIBLE_DEVICES."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda", "cuda_available")
+    if t.cuda_available and not ctx.known("torch", "device_count"):
+        raise NotAssessed(f"torch.cuda.device_count() not in the facts (from {t.source})")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     n = len(ctx.gpus())
