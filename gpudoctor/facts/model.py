@@ -259,6 +259,8 @@ class LogFacts(_Model):
     kernel_messages: list[str] = Field(default_factory=list, description="NVRM lines of the kernel log, continuation lines joined")
     error_lines: list[str] = Field(default_factory=list, description="error-looking lines no signature explains")
     commands: list[str] = Field(default_factory=list, description="shell commands found (docker run ...), secrets redacted")
+    peer_access: dict[str, bool] = Field(default_factory=dict, description="'a,b' -> cudaDeviceCanAccessPeer(a, b) "
+                                         "as a pasted check printed it")
 
 
 class InputFile(_Model):

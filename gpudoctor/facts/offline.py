@@ -25,7 +25,7 @@ from gpudoctor.parsers import detect as D
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
-LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.DF}
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.DF, D.P2P}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env", "pci")
 
 
@@ -49,6 +49,7 @@ class Collected:
     nccl: list[NcclLogFacts] = field(default_factory=list)
     unexplained: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    peer: dict[str, bool] = field(default_factory=dict)
     lines: int = 0
     base: Optional[Snapshot] = None
     extra_sections: list[tuple[str, Any, str]] = field(default_factory=list)
@@ -122,7 +123,8 @@ def _topo(text: str):
 
 def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine)."""
-    from gpudoctor.parsers import collect_env, commands, dmesg, env_dump, host_text, lspci, nccl_log, nvidia_smi
+    from gpudoctor.parsers import (collect_env, commands, dmesg, env_dump, host_text, lspci, nccl_log, nvidia_smi,
+                                   p2p_check)
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
     kinds = D.detect(text)
@@ -157,6 +159,9 @@ def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
                 frag("nvml", nvidia_smi.parse_table(text))
             elif kind == D.SMI_L:
                 frag("nvml", nvidia_smi.parse_list(text))
+            elif kind == D.P2P:
+                col.peer.update(p2p_check.parse_peer_checks(text))
+                info.sections.append("logs")
             elif kind == D.LSCPU:
                 frag("cpu", collect_env.parse_lscpu(text))
             elif kind == D.NVLINK:
@@ -362,6 +367,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]
     logs.nccl = _merge_nccl(([logs.nccl] if logs.nccl else []) + col.nccl)
     logs.error_lines += [x for x in col.unexplained if x not in logs.error_lines]
     logs.commands += col.commands
+    logs.peer_access.update(col.peer)
     if col.lines or col.base is None:
         snap.logs = logs
     snap.known_fields = known

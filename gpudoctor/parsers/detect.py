@@ -19,6 +19,7 @@ TOPO = "nvidia-smi topo -m"
 NVLINK = "nvidia-smi nvlink -s"
 SMI_L = "nvidia-smi -L"
 LSCPU = "lscpu"
+P2P = "peer-access check"
 COLLECT_ENV = "collect_env"
 LSPCI = "lspci"
 DF = "df"
@@ -38,9 +39,10 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (TOPO, re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+|\S+_\d+))*\s+CPU Affinity|^GPU0\s+X\s", re.M)),
     (NVLINK, re.compile(r"^GPU \d+: [^\n]*\n\s*Link \d+:", re.M)),
     (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
-    (LSCPU, re.compile(r"^Architecture:\s+\S+\s*$(?:.|\n)*^(?:CPU\(s\)|Model name):", re.M)),
+    (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),
     (COLLECT_ENV, re.compile(r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
                              r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*:", re.M)),
+    (LSCPU, re.compile(r"^Architecture:[ \t]+\S+[ \t]*\n(?:[^\n]*\n){0,8}?(?:CPU\(s\)|Model name):", re.M)),
     (LSPCI, re.compile(r"^\s*(?:LnkCap|LnkSta|ACSCtl|ACSCap):|^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] "
                        r"(?:PCI bridge|3D controller|VGA compatible controller|Ethernet controller|Infiniband controller"
                        r"|Host bridge|Bridge):", re.M)),
@@ -70,6 +72,8 @@ def detect(text: str) -> list[str]:
     kinds = [kind for kind, rx in _RULES if rx.search(text)]
     if SMI_XML in kinds:
         return [SMI_XML]
+    if COLLECT_ENV in kinds and LSCPU in kinds:  # collect_env embeds lscpu; its parser reads that block
+        kinds.remove(LSCPU)
     if looks_like_env(text):
         kinds.append(ENV)
     if ERRORISH.search(text):

@@ -16,7 +16,7 @@ MAX_LINES = 3
 MAX_LINE_CHARS = 300
 ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|(?i:\berror:|\bfailed\b|\bfatal\b"
                       r"|\bWARN(?:ING)?\b|Permission denied|\bunable to\b|\bcannot\b|\bcan't\b|\btimed out\b"
-                      r"|\bAssertion\b|\bnot (?:found|available|detected|supported)\b)")
+                      r"|\bAssertion\b|\bnot (?:found|available|detected)\b)")
 _NOISE = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(most recent call last\)|return |\w+ = "
                     r"|Last error:\s*$|>>> )|\bNCCL INFO\b")
 

@@ -149,3 +149,23 @@ def container_without_gpus(ctx):
         if not docker_gpu_request(c):
             yield ctx.finding([f"$ {c[:300]}", "no --gpus / --runtime nvidia / nvidia.com/gpu device requested"],
                               data={"command": c[:300]})
+
+
+@rule("LOG004", AREA, "warning", "No CUDA peer access between GPUs",
+      ok="CUDA peer access available between the checked GPUs",
+      why="cudaDeviceCanAccessPeer = 0 means the driver offers no direct GPU-to-GPU path (PCIe through the CPU host "
+          "bridge on many platforms, IOMMU/ACS redirection, VMs). NCCL still works through SHM (slower); features that "
+          "require P2P or CUDA IPC between GPUs (custom all-reduce kernels, P2P copies) fail or must be disabled.",
+      fix="Disable P2P-only features (e.g. custom all-reduce in TensorRT-LLM / vLLM); on bare metal check ACS/IOMMU "
+          "(`lspci -vvv | grep ACSCtl`) and `nvidia-smi topo -p2p r`.",
+      sources=["https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html",
+               "https://github.com/NVIDIA/TensorRT-LLM/issues/1499", "checklist H7, H10"])
+def peer_access(ctx):
+    """Reads pasted cudaDeviceCanAccessPeer / torch.cuda.can_device_access_peer results."""
+    logs = _logs(ctx)
+    if not logs.peer_access:
+        raise NotAssessed("no peer-access check among the inputs")
+    no = sorted(k for k, v in logs.peer_access.items() if not v)
+    if no:
+        yield ctx.finding([f"cudaDeviceCanAccessPeer({k.replace(',', ', ')}) = 0" for k in no],
+                          subject="GPU " + ", ".join(k.replace(",", "->") for k in no), data={"pairs": no})
