@@ -55,3 +55,8 @@ def ids(report, severity=None):
 
 def outcome(report, rule_id):
     return next(o for o in report.outcomes if o.rule_id == rule_id)
+
+
+@pytest.fixture
+def fix():
+    return FIX

@@ -62,12 +62,13 @@ def test_check_saved_h200_report_is_healthy():
 
 
 @pytest.mark.parametrize("setup,needle", [
-    (lambda p: p.write_text("not json"), "not valid JSON"),
+    (lambda p: p.write_text("not json"), "unknown format"),
+    (lambda p: p.write_text("{\"schema_version\": "), "not valid JSON"),
     (lambda p: p.write_bytes(b"\x00\x01\x02"), "binary file"),
     (lambda p: p.write_text(json.dumps({"kind": "gpudoctor-report",
                                         "snapshot": {**h200_report_json()["snapshot"], "schema_version": "9.0"}})),
      "newer than this gpudoctor"),
-    (lambda p: p.write_text("[]"), "not a gpudoctor report"),
+    (lambda p: p.write_text("[]"), "unknown format"),
 ])
 def test_check_bad_input_is_one_line_and_exit_2(tmp_path, setup, needle):
     p = tmp_path / "in.json"

@@ -42,8 +42,9 @@ def exit_code(report, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in report.findings) else EXIT_OK
 
 
-def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn) -> None:
-    """Save, print (terminal or JSON) and exit with the documented code."""
+def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn,
+         input_errors: Optional[List[str]] = None) -> None:
+    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad)."""
     from gpudoctor.reports import jsonout
 
     if save:
@@ -61,7 +62,9 @@ def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: Fa
         render(report, Console(), verbose=verbose)
         if save:
             Console(stderr=True).print(f"[dim]report saved to {save}[/]")
-    raise typer.Exit(exit_code(report, fail_on))
+    for msg in input_errors or []:
+        sys.stderr.write(f"gpudoctor: error: {msg}\n")
+    raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
 @app.command()
@@ -106,23 +109,28 @@ def scan(
 
 @app.command()
 def check(
-    paths: List[str] = typer.Argument(..., help="Saved gpudoctor JSON report(s) or snapshot(s)."),
+    paths: List[str] = typer.Argument(..., help="Saved outputs, files or folders: collect_env, nvidia-smi (table, -q, "
+                                      "-q -x, nvlink -s, topo -m), lspci -vvv, df, ulimit -a, dmesg, NCCL_DEBUG logs, "
+                                      "env dumps, error messages, or a saved gpudoctor JSON report."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ):
-    """Re-run the rules on a saved report, offline."""
-    from gpudoctor.facts.load import InputError, load_path
+    """Diagnose saved outputs offline: recognise each file by content, turn it into facts, run the rules.
+
+    A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
+    naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
+    """
+    from gpudoctor.facts.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
-    if len(paths) != 1:
-        raise fail("check takes one saved report at a time")
-    try:
-        snap = load_path(paths[0])
-    except InputError as exc:
-        raise fail(str(exc))
-    emit(evaluate(snap), json_out, save, verbose, fail_on)
+    snap, errors = build_snapshot(paths)
+    if snap is None:
+        for msg in errors or ["no usable input"]:
+            sys.stderr.write(f"gpudoctor: error: {msg}\n")
+        raise typer.Exit(EXIT_USAGE)
+    emit(evaluate(snap), json_out, save, verbose, fail_on, input_errors=errors)
 
 
 @app.command()

@@ -98,6 +98,7 @@ class NvLinkState(_Model):
     link: int
     active: bool
     version: Optional[int] = None
+    speed_gbps: Optional[float] = Field(None, description="per-link speed in GB/s as `nvidia-smi nvlink -s` prints it")
 
 
 class GpuFacts(_Model):
@@ -154,6 +155,8 @@ class NvmlFacts(_Model):
     gpu_count: int = 0
     gpus: list[GpuFacts] = Field(default_factory=list)
     kernel_module: Optional[str] = Field(None, description="first line of /proc/driver/nvidia/version")
+    fabric_states: dict[int, str] = Field(default_factory=dict, description="GPU index -> NVSwitch fabric state "
+                                          "(nvidia-smi -q 'Fabric State': In Progress / Completed); N/A omitted")
 
 
 class TorchDevice(_Model):
@@ -390,6 +393,60 @@ class LibPathFacts(_Model):
     source: str = "file names in the LD_LIBRARY_PATH directories (nothing is loaded)"
     ld_library_path: list[str] = Field(default_factory=list)
     libraries: list[SharedLibrary] = Field(default_factory=list)
+class SignatureHit(_Model):
+    """Lines of the given logs / error text that match one entry of rules/signatures.toml."""
+
+    id: str
+    count: int = Field(description="matches over all inputs")
+    lines: list[str] = Field(default_factory=list, description="the first matching lines (trimmed)")
+    files: list[str] = Field(default_factory=list)
+    groups: dict[str, str] = Field(default_factory=dict, description="named groups of the first match")
+
+
+class XidEvent(_Model):
+    xid: int
+    pci_bus_id: Optional[str] = None
+    line: str
+    file: Optional[str] = None
+
+
+class NcclLogFacts(_Model):
+    """What an NCCL_DEBUG=INFO/WARN log says (possibly from several ranks and hosts)."""
+
+    version: Optional[str] = None
+    cuda_driver_version: Optional[str] = Field(None, description="'cudaDriverVersion 13000' -> '13.0'")
+    ib_device_found: Optional[bool] = None
+    net: Optional[str] = Field(None, description="network transport chosen: IB, Socket, or a plugin name")
+    transports: list[str] = Field(default_factory=list, description="distinct channel transports, e.g. P2P/IPC, SHM/direct, NET/IB/1/GDRDMA")
+    host_net_transports: dict[str, list[str]] = Field(default_factory=dict, description="host -> distinct NET/... transports")
+    gdr_disabled_hcas: list[str] = Field(default_factory=list)
+    env_set: dict[str, str] = Field(default_factory=dict, description="'NCCL_X set by environment to Y' lines")
+    warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")
+    nranks: Optional[int] = None
+    nvls_channels: Optional[int] = None
+    init_complete: bool = False
+
+
+class LogFacts(_Model):
+    source: str = "log and error text given to `gpudoctor check`"
+    lines_scanned: int = 0
+    signatures: list[SignatureHit] = Field(default_factory=list)
+    xids: list[XidEvent] = Field(default_factory=list)
+    nccl: Optional[NcclLogFacts] = None
+    kernel_messages: list[str] = Field(default_factory=list, description="NVRM lines of the kernel log, continuation lines joined")
+    error_lines: list[str] = Field(default_factory=list, description="error-looking lines no signature explains")
+    commands: list[str] = Field(default_factory=list, description="shell commands found (docker run ...), secrets redacted")
+    peer_access: dict[str, bool] = Field(default_factory=dict, description="'a,b' -> cudaDeviceCanAccessPeer(a, b) "
+                                         "as a pasted check printed it")
+
+
+class InputFile(_Model):
+    """One file given to `gpudoctor check`: what it was recognised as and which sections it fed."""
+
+    path: str
+    kinds: list[str] = Field(default_factory=list)
+    sections: list[str] = Field(default_factory=list)
+    note: Optional[str] = Field(None, description="e.g. 'recognised as nvidia-smi topo -m; parser not available'")
 
 
 class Snapshot(_Model):
@@ -409,5 +466,11 @@ class Snapshot(_Model):
     env: Optional[EnvFacts] = None
     topology: Optional[TopologyFacts] = None
     libpath: Optional[LibPathFacts] = None
+    logs: Optional[LogFacts] = None
+    inputs: list[InputFile] = Field(default_factory=list, description="files read by `gpudoctor check` (empty for a scan)")
+    known_fields: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="for sections built from partial text: the fields the text gave ('nvml.gpus' for GPU fields, "
+                    "'env' for variable names when only some were seen); a section absent here was probed in full")
     probe_errors: list[ProbeError] = Field(default_factory=list)
     probe_seconds: dict[str, float] = Field(default_factory=dict, description="wall time of each probe, s")

@@ -1,159 +1,243 @@
-"""Parse ``python -m torch.utils.collect_env`` output (torch 1.1 to 2.x layouts, and vLLM's sectioned
-variant with padded "Key   : value" lines) into facts. Pure: text in, dict / facts out; no I/O.
+"""``python -m torch.utils.collect_env`` output (torch 1.x .. 2.x, and vLLM's sectioned variant) -> facts.
 
-``parse_collect_env(text)`` returns a dict with the keys found (absent = not in the text):
-torch_version, torch_cuda ("CUDA used to build PyTorch"), rocm, debug_build, cuda_available (bool),
-nvcc_version ("CUDA runtime version" = the system nvcc that collect_env ran, not torch's runtime),
-driver_version, gpus (list of names, in order), cudnn (a single version) or cudnn_candidates (paths of
-"Probably one of the following"; system libraries, never the wheel's), python_version, os,
-cuda_module_loading, pip / conda ({package: version}), env ({NAME: value} from vLLM's
-"Environment Variables" section), plus the message facts of :mod:`gpudoctor.parsers.torch_messages`
-found in embedded warnings (driver_cuda, cuda_error, ...).
-
-``to_facts(parsed)`` turns that dict into (TorchFacts, NvmlFacts) for the rules. Another parser for
-text dumps (``gpudoctor check`` on pasted output) may reuse or absorb this module.
+Layouts handled: 'Key: value' (torch), 'Key      : value' (vLLM, padded), old 'Yes'/'No' values
+(torch 1.1), multi-line values ('GPU models and configuration:' followed by 'GPU n: ...' lines;
+'cuDNN version: Probably one of the following:' followed by paths), the lscpu block after 'CPU:', the
+'[pip3] name==version' library list and vLLM's 'Environment Variables' section. Partial pastes give
+what they hold. What each line means comes from torch/utils/collect_env.py: 'CUDA runtime version'
+is the local nvcc's version (not the runtime torch loads), and the GPU list and driver version come
+from ``nvidia-smi`` (so they are the driver's view, not torch's).
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Optional
 
-from gpudoctor.facts.model import GpuFacts, NvmlFacts, TorchFacts
-from gpudoctor.parsers.torch_messages import parse_messages
+from gpudoctor.facts.model import CpuFacts, EnvFacts, GpuFacts, HostFacts, NvmlFacts, TorchFacts
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers._text import clean, na, to_bool
+from gpudoctor.probes.env import collect_env
 
-_KV = re.compile(r"^(?P<k>[A-Za-z][A-Za-z0-9 _./()-]*?)\s*:\s?(?P<v>.*)$")
-_GPU = re.compile(r"^GPU (\d+): (.+?)\s*(?:\(UUID: [^)]*\))?$")
-_PKG = re.compile(r"^\[(pip3?|conda)\]\s+(\S+?)(?:==|\s+)(\S+)")
-_ENV = re.compile(r"^([A-Z][A-Z0-9_]+)=(.*)$")
-
-KEYS = {
-    "PyTorch version": "torch_version",
-    "Is debug build": "debug_build",
-    "CUDA used to build PyTorch": "torch_cuda",
-    "ROCM used to build PyTorch": "rocm",
-    "OS": "os",
-    "Python version": "python_version",
-    "Is CUDA available": "cuda_available",
-    "CUDA runtime version": "nvcc_version",
-    "CUDA_MODULE_LOADING set to": "cuda_module_loading",
-    "Nvidia driver version": "driver_version",
-    "cuDNN version": "cudnn",
-}
-_NONE = {"", "N/A", "Could not collect", "None"}
+SOURCE = "collect_env"
+_KV = re.compile(r"^([A-Za-z][A-Za-z0-9 _()/.+-]{1,60}?)\s*:\s?(.*)$")
+_GPU = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*(?:\(UUID:.*\))?$")
+_PIP = re.compile(r"^\[(pip3?|conda)\]\s+(\S+?)(?:==|\s+)(\S+)")
+_DRIVER_OLD = re.compile(r"driver on your system is too old \(found version (\d+)\)")
+_WARN = re.compile(r"UserWarning:\s*(CUDA initialization:.*?)(?:\s*\(Triggered internally.*)?$")
+LSCPU_KEYS = {"architecture", "cpu(s)", "model name", "socket(s)", "core(s) per socket", "thread(s) per core",
+              "numa node(s)", "hypervisor vendor", "virtualization type", "on-line cpu(s) list"}
+MARKERS = ("PyTorch version", "Is debug build", "CUDA used to build PyTorch", "Is CUDA available",
+           "GPU models and configuration", "Nvidia driver version", "cuDNN version", "Versions of relevant libraries")
 
 
-def _bool(v: str) -> Optional[bool]:
-    v = v.strip().lower()
-    return True if v in ("true", "yes") else False if v in ("false", "no") else None
+@dataclass
+class CollectEnv:
+    """The facts of one collect_env output; a section is None when the text says nothing about it."""
+
+    keys: dict[str, str] = field(default_factory=dict)
+    torch: Optional[TorchFacts] = None
+    nvml: Optional[NvmlFacts] = None
+    host: Optional[HostFacts] = None
+    cpu: Optional[CpuFacts] = None
+    env: Optional[EnvFacts] = None
+    packages: dict[str, str] = field(default_factory=dict)
 
 
-def parse_collect_env(text: str) -> dict:
-    """Facts from collect_env output (see the module docstring). Never raises on odd input."""
-    out: dict = {}
-    lines = text.replace("\r\n", "\n").split("\n")
-    section = None
-    i = 0
-    while i < len(lines):
-        line = lines[i].rstrip()
-        i += 1
-        stripped = line.strip()
-        if stripped.startswith("=====") and i < len(lines):
-            # vLLM layout: ===== / title / =====
-            title = lines[i].strip()
-            if i + 1 < len(lines) and lines[i + 1].strip().startswith("====="):
-                section = title
-                i += 2
+def _norm(key: str) -> str:
+    return " ".join(key.split()).lower()
+
+
+def _ver(v: Optional[str]) -> Optional[str]:
+    return None if v is None or na(v) else v.strip()
+
+
+def parse_collect_env(text: str) -> CollectEnv:
+    """Parse collect_env output. Raises ParseError when none of its key lines is present."""
+    lines = clean(text).split("\n")
+    out = CollectEnv()
+    keys: dict[str, str] = {}
+    gpus: list[GpuFacts] = []
+    lscpu: dict[str, str] = {}
+    env_lines: dict[str, str] = {}
+    mode = None
+    warn = None
+    driver_cuda = None
+    for raw in lines:
+        line = raw.rstrip()
+        s = line.strip()
+        dm = _DRIVER_OLD.search(line)
+        if dm:
+            num = int(dm.group(1))
+            driver_cuda = f"{num // 1000}.{num % 1000 // 10}"
+        w = _WARN.search(line)
+        if w and warn is None:
+            warn = w.group(1)[:300]
+        if not s:
+            if mode in ("gpus",):
+                mode = None
+            continue
+        if set(s) <= {"="}:
+            continue
+        if mode == "env":
+            m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", s)
+            if m:
+                env_lines.setdefault(m.group(1), m.group(2))
                 continue
-        pk = _PKG.match(stripped)
-        if stripped.endswith("Could not collect") and stripped.startswith("["):
+        g = _GPU.match(s)
+        if g and mode in ("gpus", None, "cudnn"):
+            gpus.append(GpuFacts(index=int(g.group(1)), name=g.group(2)))
+            mode = "gpus"
             continue
-        if pk and not stripped.endswith("Could not collect"):
-            bucket = "conda" if pk.group(1) == "conda" else "pip"
-            out.setdefault(bucket, {})[pk.group(2).lower()] = pk.group(3)
+        p = _PIP.match(s)
+        if p:
+            out.packages.setdefault(p.group(2).lower(), p.group(3))
             continue
-        if section == "Environment Variables":
-            ev = _ENV.match(stripped)
-            if ev:
-                out.setdefault("env", {})[ev.group(1)] = ev.group(2)
+        if s.lower().startswith("environment variables"):
+            mode = "env"
             continue
-        g = _GPU.match(stripped)
-        if g and "gpus" in out:
-            out["gpus"].append(g.group(2))
+        if s.startswith("/") and mode == "cudnn":
             continue
-        kv = _KV.match(line)
+        kv = _KV.match(s)
         if not kv:
             continue
-        key, val = kv.group("k").strip(), kv.group("v").strip()
-        name = KEYS.get(key)
-        if name is None and key == "GPU models and configuration":
-            out["gpus"] = []
-            g = _GPU.match(val)
+        key, value = _norm(kv.group(1)), kv.group(2).strip()
+        if key in LSCPU_KEYS:  # the lscpu block (after 'CPU:' or vLLM's 'CPU Info')
+            lscpu.setdefault(key, value)
+            continue
+        mode = None
+        keys.setdefault(key, value)
+        if key == "gpu models and configuration":
+            mode = "gpus"
+            g = _GPU.match(value)
             if g:
-                out["gpus"].append(g.group(2))
-            continue
-        if name is None:
-            continue
-        if name == "cudnn" and val.startswith("Probably one of the following"):
-            cands = []
-            while i < len(lines) and lines[i].strip().startswith("/"):
-                cands.append(lines[i].strip())
-                i += 1
-            out["cudnn_candidates"] = cands
-            continue
-        if name in ("cuda_available", "debug_build"):
-            b = _bool(val)
-            if b is not None:
-                out[name] = b
-            continue
-        if val in _NONE or (name == "cuda_module_loading" and not val):
-            continue
-        out.setdefault(name, val)
-    if "gpus" in out and not out["gpus"]:
-        del out["gpus"]
-    for k, v in parse_messages(text).items():
-        out.setdefault(k, v)
+                gpus.append(GpuFacts(index=int(g.group(1)), name=g.group(2)))
+        elif key == "cudnn version":
+            mode = "cudnn"
+    if not any(_norm(m) in keys for m in MARKERS):
+        raise ParseError("no collect_env key line (PyTorch version, CUDA used to build PyTorch, ...)")
+    out.keys = keys
+    out.torch = _torch(keys, out.packages, warn)
+    out.nvml = _nvml(keys, gpus, driver_cuda)
+    out.host = _host(keys, lscpu)
+    out.cpu = _cpu(lscpu)
+    if env_lines:
+        out.env = EnvFacts(source=SOURCE + " (Environment Variables)", variables=collect_env(env_lines))
     return out
 
 
-def _cudnn_int(v: Optional[str]) -> Optional[int]:
-    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", v or "")
-    if not m:
+def _torch(keys: dict[str, str], packages: dict[str, str], warn: Optional[str]) -> Optional[TorchFacts]:
+    v = keys.get("pytorch version")
+    if v is None:
         return None
-    a, b, c = (int(x) for x in m.groups())
-    return a * 10000 + b * 100 + c if a >= 9 else a * 1000 + b * 100 + c
+    t = TorchFacts(source=SOURCE, interpreter="(the interpreter collect_env ran in)")
+    t.installed = not na(v)
+    if t.installed:
+        t.version = v.strip()
+    py = keys.get("python version")
+    if py and not na(py):
+        t.interpreter_version = py.split()[0]
+    if "cuda used to build pytorch" in keys:
+        c = keys["cuda used to build pytorch"]
+        if c.strip().lower() in ("none", "n/a"):
+            t.cuda = None
+        elif not na(c):
+            t.cuda = c.strip()
+    if "rocm used to build pytorch" in keys:
+        r = keys["rocm used to build pytorch"]
+        t.hip = None if r.strip().lower() in ("n/a", "none") else _ver(r)
+    if "is cuda available" in keys:
+        b = to_bool(keys["is cuda available"])
+        if b is not None:
+            t.cuda_available = b
+    nv = keys.get("cuda runtime version")  # collect_env runs `nvcc --version` for this line
+    if nv and not na(nv):
+        t.nvcc_version = nv.strip()
+    if warn:
+        t.cuda_error = warn
+    for name in ("torchvision", "torchaudio"):
+        if name in packages:
+            setattr(t, f"{name}_version", packages[name])
+    return t
 
 
-def to_facts(parsed: dict, source: str = "parsed from pasted text") -> tuple[Optional[TorchFacts], Optional[NvmlFacts]]:
-    """(TorchFacts, NvmlFacts) from :func:`parse_collect_env` / ``parse_messages`` output; a part is
-    None when the text says nothing about it. A GPU's compute capability comes from the text when it
-    gives one (arch warning), else from gpudoctor's GPU table (``rules/compat_gpus.toml``)."""
-    from gpudoctor.compat.tables import find_gpu
+def _nvml(keys: dict[str, str], gpus: list[GpuFacts], driver_cuda: Optional[str]) -> Optional[NvmlFacts]:
+    drv = keys.get("nvidia driver version")
+    if not gpus and (drv is None or na(drv)) and not driver_cuda:
+        return None
+    nv = NvmlFacts(source=SOURCE + " (nvidia-smi -L and driver version)")
+    if drv and not na(drv):
+        nv.driver_version = drv.strip()
+    if driver_cuda:
+        nv.cuda_driver_version = driver_cuda
+    seen = set()
+    uniq = []
+    for g in gpus:
+        if g.index not in seen:
+            seen.add(g.index)
+            uniq.append(g)
+    if uniq:
+        nv.gpus = uniq
+        nv.available = True
+        nv.gpu_count = len(uniq)
+    elif nv.driver_version or driver_cuda:  # the driver answered (nvidia-smi, or CUDA init's version check)
+        nv.available = True
+    return nv
 
-    torch = None
-    if any(k in parsed for k in ("torch_version", "torch_cuda", "arch_list", "nvcc_version", "cuda_error",
-                                 "torchvision_error")):
-        pip = parsed.get("pip", {})
-        torch = TorchFacts(
-            source=f"{source} (collect_env / error messages)", interpreter="(from text)",
-            installed=True, version=parsed.get("torch_version") or pip.get("torch"),
-            cuda=parsed.get("torch_cuda"), cuda_available=parsed.get("cuda_available"),
-            cuda_error=parsed.get("cuda_error"), arch_list=list(parsed.get("arch_list", [])),
-            cudnn_version=_cudnn_int(parsed.get("cudnn")), nvcc_version=parsed.get("nvcc_version"),
-            torchvision_version=pip.get("torchvision"), torchaudio_version=pip.get("torchaudio"),
-            torchvision_error=parsed.get("torchvision_error"))
-    nv = None
-    names = list(parsed.get("gpus", []))
-    if parsed.get("gpu_name") and not names:
-        names = [parsed["gpu_name"]]
-    if parsed.get("driver_version") or parsed.get("driver_cuda") or names:
-        gpus = []
-        for idx, name in enumerate(names):
-            cc = parsed.get("cc") if parsed.get("gpu_name") == name else None
-            if cc is None:
-                model = find_gpu(name)
-                cc = model.cc if model else None
-            gpus.append(GpuFacts(index=idx, name=name, compute_capability=cc))
-        nv = NvmlFacts(source=f"{source} (driver line / CUDA warning; compute capability from the text or gpudoctor's GPU table)",
-                       available=True, driver_version=parsed.get("driver_version"),
-                       cuda_driver_version=parsed.get("driver_cuda"), gpu_count=len(gpus), gpus=gpus)
-    return torch, nv
+
+def _host(keys: dict[str, str], lscpu: dict[str, str]) -> Optional[HostFacts]:
+    h = HostFacts(source=SOURCE)
+    found = False
+    os_ = keys.get("os")
+    if os_ and not na(os_):
+        h.os_name = re.sub(r"\s*\((x86_64|aarch64|ppc64le|arm64)\)\s*$", "", os_.strip())
+        found = True
+    plat = keys.get("python platform")
+    if plat:
+        m = re.match(r"^Linux-(.+?)-(x86_64|aarch64|ppc64le)(?:-with-.*)?$", plat.strip())
+        if m:
+            h.kernel, h.arch = m.group(1), m.group(2)
+            found = True
+    hv = lscpu.get("hypervisor vendor")
+    if hv:
+        h.virtualization = hv
+        found = True
+    return h if found else None
+
+
+def _cpu(lscpu: dict[str, str]) -> Optional[CpuFacts]:
+    if not lscpu:
+        return None
+    c = CpuFacts(source=SOURCE + " (lscpu)")
+
+    def num(key: str) -> Optional[int]:
+        v = lscpu.get(key)
+        return int(v) if v and v.strip().isdigit() else None
+
+    if lscpu.get("model name"):
+        c.model = lscpu["model name"]
+    for field_, key in (("logical_cores", "cpu(s)"), ("sockets", "socket(s)"), ("numa_nodes", "numa node(s)")):
+        v = num(key)
+        if v is not None:
+            setattr(c, field_, v)
+    cps, s = num("core(s) per socket"), num("socket(s)")
+    if cps and s:
+        c.physical_cores = cps * s
+    return c
+
+
+def parse_lscpu(text: str) -> CpuFacts:
+    """Parse plain ``lscpu`` output (the block collect_env embeds) -> CpuFacts (model, sockets, cores, NUMA nodes).
+
+    Raises ParseError without the 'CPU(s):' or 'Model name:' line.
+    """
+    keys: dict[str, str] = {}
+    for line in clean(text).split("\n"):
+        kv = _KV.match(line.strip())
+        if kv:
+            keys.setdefault(_norm(kv.group(1)), kv.group(2).strip())
+    cpu = _cpu({k: v for k, v in keys.items() if k in LSCPU_KEYS})
+    if cpu is None or ("cpu(s)" not in keys and "model name" not in keys):
+        raise ParseError("no lscpu 'CPU(s):' / 'Model name:' line")
+    cpu.source = "lscpu"
+    return cpu

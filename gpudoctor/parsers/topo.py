@@ -28,8 +28,7 @@ from gpudoctor.facts.model import TopoDeviceInfo, TopoMatrix
 __all__ = ["ParseError", "TopoMatrix", "parse_topo_matrix", "RELATION_RANK", "link_class", "nvlink_count"]
 
 
-class ParseError(ValueError):
-    """The text is not a readable `nvidia-smi topo -m` matrix (the message says why, with the line)."""
+from gpudoctor.parsers import ParseError  # noqa: E402  (one ParseError for every parser)
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|(?<![\w\]])\[[0-9;]{1,8}m")

@@ -6,7 +6,7 @@ from gpudoctor.rules.engine import REGISTRY, RuleSpec
 FAMILIES = {
     "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
     "TOP": "Topology",
-    "NCL": "NCCL & environment", "CMP": "Compatibility",
+    "NCL": "NCCL & environment", "CMP": "Compatibility", "SIG": "Logs & errors: known error signatures", "LOG": "Logs & errors: log facts",
 }
 
 

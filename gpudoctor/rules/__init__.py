@@ -5,3 +5,4 @@ from gpudoctor.rules.engine import REGISTRY, evaluate, rule  # noqa: F401
 from gpudoctor.rules import driver, torch_rules, gpu_health, pcie, host, nccl_env  # noqa: F401,E402
 from gpudoctor.rules import topology  # noqa: F401,E402
 from gpudoctor.rules import compat  # noqa: F401,E402
+from gpudoctor.rules import logs  # noqa: F401,E402  (SIG signatures, LOG log facts)

@@ -89,7 +89,9 @@ def _env(ctx) -> dict[str, str]:
           "~1.5x the speed of one. Without P2P (NVML status not OK) NCCL also copies through host memory.",
       fix="Expect PCIe-bound scaling (overlap communication, larger batches, gradient accumulation, bf16 "
           "gradients); for multi-GPU training prefer NVLink/NVSwitch machines. Check P2P with "
-          "`nvidia-smi topo -p2p rw` and measure with the confirmation run.",
+          "`nvidia-smi topo -p2p rw` and measure with the confirmation run. PCIe peer-to-peer needs ACS "
+          "redirection off on the bridges between the GPUs (bare metal): check `sudo lspci -vvv | grep ACSCtl` "
+          "(ReqRedir+/CmpltRedir+ = on; NCCL may hang) and see TOP004.",
       sources=["checklist H7", "checklist H10", NVML_TOPO, NCCL_GPU_TS,
                "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"])
 def no_nvlink(ctx):

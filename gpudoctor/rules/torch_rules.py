@@ -8,10 +8,11 @@ MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compa
 INSTALL_URL = "https://pytorch.org/get-started/locally/"
 
 
-def _torch(ctx):
+def _torch(ctx, *fields):
     t = ctx.snap.torch
     if t is None:
         raise NotAssessed("torch probe failed")
+    ctx.require("torch", *fields)
     return t
 
 
@@ -36,7 +37,7 @@ def _index_hint(ctx) -> str:
       sources=[INSTALL_URL, "checklist H1"])
 def torch_missing(ctx):
     """Fires when the target interpreter has no importable torch (or importing it fails)."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed")
     if not t.installed:
         yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
                           remedy=f"{_index_hint(ctx)}  (into {t.interpreter}), or pass --python PATH")
@@ -53,7 +54,7 @@ def torch_missing(ctx):
       sources=[INSTALL_URL, "checklist H1, H5"])
 def cpu_only_build(ctx):
     """Fires when torch has no CUDA (nor ROCm) support while NVML sees NVIDIA GPUs."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda")
     if not t.installed or t.error:
         raise NotApplicable("torch not importable (TRC001)")
     n = ctx.gpu_count()
@@ -81,7 +82,7 @@ def runtime_vs_driver(ctx):
     from gpudoctor.compat.check import CAVEAT, FAIL, UNKNOWN
     from gpudoctor.compat.check import runtime_vs_driver as verdict_of
 
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda")
     nv = ctx.snap.nvml
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
@@ -131,7 +132,7 @@ def arch_list(ctx):
     from gpudoctor.compat.check import CAVEAT, FAIL, arch_vs_cc
     from gpudoctor.compat.tables import cuda_variant, wheel_arch
 
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda", "version")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     arch, source, status = list(t.arch_list), "torch.cuda.get_arch_list()", "verified"
@@ -141,7 +142,7 @@ def arch_list(ctx):
         if row is None:
             raise NotAssessed("torch reported an empty arch list (CUDA not initialised) and the build is not in the wheel table")
         arch, source, status = list(row.arch_list), f"official {row.release} {row.variant} wheel, from gpudoctor's table", row.status
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("compute_capability"):
         if cc_tuple(g.compute_capability) is None:
             continue
         v = arch_vs_cc(arch, g.compute_capability, t.cuda, arch_source=source, arch_status=status)
@@ -169,7 +170,9 @@ def arch_list(ctx):
                "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars", "checklist H5"])
 def device_count(ctx):
     """Compares torch.cuda.device_count() with NVML's GPU count filtered by CUDA_VISIBLE_DEVICES."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda", "cuda_available")
+    if t.cuda_available and not ctx.known("torch", "device_count"):
+        raise NotAssessed(f"torch.cuda.device_count() not in the facts (from {t.source})")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     n = len(ctx.gpus())

@@ -3,8 +3,9 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.facts.model import LibPathFacts, Snapshot
-from gpudoctor.parsers.collect_env import parse_collect_env, to_facts
-from gpudoctor.parsers.torch_messages import parse_messages
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers.collect_env import parse_collect_env
+from gpudoctor.parsers.torch_messages import facts_from_texts, parse_messages
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 CORPUS = FIX / "corpus"
@@ -16,11 +17,7 @@ def case_text(case: str, name: str) -> str:
 
 def snapshot_from_texts(*texts: str, libpath: LibPathFacts | None = None, **overrides) -> Snapshot:
     """A snapshot whose torch / NVML facts come from pasted text (collect_env and/or error messages)."""
-    parsed: dict = {}
-    for t in texts:
-        for k, v in parse_collect_env(t).items():
-            parsed.setdefault(k, v)
-    torch, nv = to_facts(parsed)
+    torch, nv = facts_from_texts(texts)
     snap = Snapshot(gpudoctor_version="test", created_at="2026-01-01T00:00:00+00:00", torch=torch, nvml=nv, libpath=libpath)
     for k, v in overrides.items():
         setattr(snap, k, v)
