@@ -77,6 +77,15 @@ def _run_one(probe: Probe, opts: ProbeOptions, out: dict) -> None:
     out["done"] = True
 
 
+def _install_sigint(handler):
+    """Set the SIGINT handler when we are the main thread; returns the previous one (or None)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread() or handler is None:
+        return None
+    return signal.signal(signal.SIGINT, handler)
+
+
 def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
     """Run ``probes`` concurrently (in list order of start) and assemble a Snapshot.
 
@@ -85,28 +94,40 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
     """
     t0 = time.perf_counter()
     started = _dt.datetime.now(_dt.timezone.utc)
-    slots: list[tuple[Probe, dict, threading.Thread, float]] = []
-    for probe in probes:
-        out: dict = {}
-        th = threading.Thread(target=_run_one, args=(probe, opts, out), name=f"probe-{probe.name}", daemon=True)
-        th.start()
-        slots.append((probe, out, th, time.perf_counter() + probe.timeout_s(opts)))
     snap = Snapshot(gpudoctor_version=__version__, created_at=started.isoformat(timespec="seconds"),
                     data_path=opts.data_path)
-    interrupted = False
+    slots: list[tuple[Probe, dict, threading.Thread, float]] = []
+    stop = threading.Event()
     cut: set[str] = set()  # probes still running when SIGINT arrived
-    for probe, out, th, deadline in slots:
-        if not interrupted:
-            try:
-                th.join(max(0.0, deadline - time.perf_counter()))
-            except KeyboardInterrupt:
-                interrupted = True
-                # not Thread.is_alive(): a join interrupted by SIGINT can mark a running thread
-                # stopped (CPython bpo-45274); each probe sets its own "done" flag instead.
-                cut = {p.name for p, o, _, _ in slots if not o.get("done")}
-                from gpudoctor.probes.subproc import kill_all
 
-                kill_all()
+    def on_sigint(_signum, _frame):
+        # Runs in the main thread between bytecodes: note what is unfinished, kill every child group
+        # (children run in their own sessions, so a terminal Ctrl-C never reaches them).
+        if not stop.is_set():
+            cut.update(p.name for p, o, _, _ in slots if not o.get("done"))
+            stop.set()
+            from gpudoctor.probes.subproc import kill_all
+
+            kill_all()
+
+    previous = _install_sigint(on_sigint)
+    try:
+        for probe in probes:
+            if stop.is_set():
+                break
+            out: dict = {}
+            th = threading.Thread(target=_run_one, args=(probe, opts, out), name=f"probe-{probe.name}", daemon=True)
+            slots.append((probe, out, th, time.perf_counter() + probe.timeout_s(opts)))
+            th.start()
+        for _, out, th, deadline in slots:
+            # short joins so the SIGINT flag is seen promptly; not Thread.is_alive(), which a
+            # signal can leave wrong (CPython bpo-45274): each probe sets its own "done" flag.
+            while not out.get("done") and not stop.is_set() and time.perf_counter() < deadline:
+                th.join(min(0.1, max(0.0, deadline - time.perf_counter())))
+    finally:
+        _install_sigint(previous)
+    interrupted = stop.is_set()
+    for probe, out, th, deadline in slots:
         if interrupted and probe.name in cut:
             snap.probe_errors.append(ProbeError(probe=probe.name, kind="interrupted",
                                                 message="interrupted (SIGINT) before it finished",
