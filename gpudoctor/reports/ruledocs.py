@@ -6,6 +6,7 @@ from gpudoctor.rules.engine import REGISTRY, RuleSpec
 FAMILIES = {
     "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
     "NCL": "NCCL & environment",
+    "CNF": "Confirmation runs",
 }
 
 

@@ -103,6 +103,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                 else:
                     console.print(f"    [{st}]{s}[/] [dim]{o.rule_id} {text} — {label}{why}[/]", highlight=False)
     snap = report.snapshot
+    if snap.confirmation is not None:
+        from gpudoctor.reports.confirm_view import render_confirmation
+
+        render_confirmation(snap.confirmation, console)
     if snap.probe_errors:
         console.print()
         console.print("[magenta]Probe errors[/] (the scan went on without them):")
