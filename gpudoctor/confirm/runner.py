@@ -165,26 +165,44 @@ def launch(spec: dict, python: str, *, name: str = "main", env_extra: Optional[d
 
     th = threading.Thread(target=target, name=f"confirm-{name}", daemon=True)
     th.start()
-    while th.is_alive():
-        th.join(0.25)
-        if on_progress is not None:
-            st = _states(rundir).get(0)
-            if st:
-                on_progress(Progress(name, st.get("label") or st.get("phase") or "", int(st.get("step") or 0),
-                                     int(st.get("total") or 1), time.monotonic() - t0))
-            else:
-                on_progress(Progress(name, "starting the workers (import torch)", 0, 1, time.monotonic() - t0))
-    res = box.get("res")
+    try:
+        while th.is_alive():
+            th.join(0.25)
+            if on_progress is not None:
+                st = _states(rundir).get(0)
+                if st:
+                    on_progress(Progress(name, st.get("label") or st.get("phase") or "", int(st.get("step") or 0),
+                                         int(st.get("total") or 1), time.monotonic() - t0))
+                else:
+                    on_progress(Progress(name, "starting the workers (import torch)", 0, 1, time.monotonic() - t0))
+    except BaseException:  # Ctrl-C: take the whole run down with us, leave nothing behind
+        reap(run_id, wait_s=0.0)
+        shutil.rmtree(rundir, ignore_errors=True)
+        raise
     orphans = reap(run_id)
-    seconds = round(time.monotonic() - t0, 3)
+    launched = collect(rundir, spec, name=name, env_extra=env_extra, cmd=box.get("res"),
+                       seconds=round(time.monotonic() - t0, 3), orphans=orphans, keep_logs=keep_logs)
+    if launched.run.log_dir is None:
+        shutil.rmtree(rundir, ignore_errors=True)
+    return launched
 
+
+def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: Optional[dict[str, str]] = None,
+            cmd=None, seconds: float = 0.0, orphans: int = 0, keep_logs: bool = True) -> Launch:
+    """Read what a launch left in ``rundir`` (result.json, state/result/log files per rank) into a Launch.
+
+    ``cmd``: the launcher's CmdResult (None when unknown); a missing result.json means the launcher
+    was killed (timeout) or died. ``run.log_dir`` is set when the run failed or ``keep_logs``.
+    """
+    rundir = Path(rundir)
+    timeout = float(spec["timeout_s"])
     result = _read_json(rundir / "result.json")
     states = _states(rundir)
     if result is None:
-        why = res.describe_failure() if res is not None and not res.ok else "wrote no result"
-        status = "hung" if res is not None and res.timed_out else "error"
-        result = {"status": status, "message": f"the launcher {why}",
-                  "exitcodes": [], "world_size": spec.get("nproc") or None}
+        why = cmd.describe_failure() if cmd is not None and not cmd.ok else "wrote no result"
+        status = "hung" if cmd is not None and cmd.timed_out else "error"
+        result = {"status": status, "message": f"the launcher {why}", "exitcodes": [],
+                  "world_size": spec.get("nproc") or None}
     world = result.get("world_size") or spec.get("nproc") or len(states) or None
     exitcodes = result.get("exitcodes") or []
     ranks = []
@@ -196,13 +214,15 @@ def launch(spec: dict, python: str, *, name: str = "main", env_extra: Optional[d
             nccl_warnings=analysis.nccl_warnings(_read_text(rundir / f"nccl-rank{r}.log")),
             log_tail=analysis.log_tail(_read_text(rundir / f"rank{r}.log"))))
     status = result.get("status", "error")
-    culprit = None
-    if status == "failed":
-        culprit = analysis.culprit(ranks, result.get("first_failed"))
-    message = result.get("message") if status == "error" else (
-        None if status == "ok" else analysis.run_message(status, ranks, timeout, culprit, result.get("port")))
-    if status == "hung" and "launcher" in (result.get("message") or ""):
-        message = f"{message}; {result['message']}"
+    culprit = analysis.culprit(ranks, result.get("first_failed")) if status == "failed" else None
+    if status == "error":
+        message = result.get("message")
+    elif status == "ok":
+        message = None
+    else:
+        message = analysis.run_message(status, ranks, timeout, culprit, result.get("port"))
+        if result.get("message"):
+            message = f"{message}; {result['message']}"
     rank_results = {}
     for r in range(world or 0):
         d = _read_json(rundir / f"result-rank{r}.json")
@@ -212,10 +232,7 @@ def launch(spec: dict, python: str, *, name: str = "main", env_extra: Optional[d
     run = ConfirmationRun(name=name, env=dict(env_extra or {}), status=status, message=message, culprit_rank=culprit,
                           seconds=seconds, timeout_s=timeout, orphans_killed=orphans, ranks=ranks,
                           log_dir=str(rundir) if keep else None)
-    launched = Launch(run=run, result=result, rank_results=rank_results, world_size=world)
-    if not keep:
-        shutil.rmtree(rundir, ignore_errors=True)
-    return launched
+    return Launch(run=run, result=result, rank_results=rank_results, world_size=world)
 
 
 def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: Optional[list[str]] = None,
