@@ -23,7 +23,7 @@ from gpudoctor.facts.model import ConfirmationFacts
 from confirm_helpers import h200_snap
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 def leftovers() -> list[int]:
@@ -88,6 +88,16 @@ def test_bench_allreduce_cpu_json_and_save(tmp_path):
         assert a.correct and a.iters == 3 and a.time_s.n == 3
         assert a.busbw_gbs == pytest.approx(a.algbw_gbs)         # 2(n-1)/n = 1 for n = 2
         assert a.algbw_gbs == pytest.approx(a.size_bytes / a.time_s.median / 1e9)
+    assert leftovers() == []
+
+
+def test_strong_scaling_splits_the_global_batch():
+    facts = confirm(python=sys.executable, cpu=True, nproc=2, timeout_s=60, tasks=["ddp"], batch=4, steps=3,
+                    warmup_steps=1, scaling="strong")
+    d = facts.ddp
+    assert facts.status == "ok" and d.scaling == "strong"
+    assert (d.per_rank_batch, d.global_batch, d.single.batch) == (2, 4, 4)
+    assert d.efficiency == pytest.approx(d.single.step_s.median / (2 * d.step.step_s.median))
     assert leftovers() == []
 
 

@@ -188,3 +188,14 @@ def test_culprit_prefers_a_real_error_over_peer_symptoms():
     assert analysis.culprit(ranks, first_failed=0) == 1
     ranks[1].error = "RuntimeError: Connection reset by peer"
     assert analysis.culprit(ranks, first_failed=0) == 0
+
+
+def test_ranks_killed_by_the_launcher_are_not_culprits():
+    from gpudoctor.facts.model import RankStatus
+
+    # rank 1 exited (code 3); rank 0 was still alive and got SIGKILLed by the launcher's clean-up
+    ranks = [RankStatus(rank=0, exitcode=-9, phase="allreduce"), RankStatus(rank=1, exitcode=3, phase="allreduce")]
+    assert analysis.culprit(ranks, first_failed=1, killed=[0]) == 1
+    assert analysis.run_message("failed", ranks, 30, 1) == "rank 1 exited with code 3 during allreduce"
+    ranks[1].exitcode = -11
+    assert analysis.run_message("failed", ranks, 30, 1) == "rank 1 was killed by SIGSEGV during allreduce"

@@ -170,10 +170,11 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def culprit(ranks: list[RankStatus], first_failed: Optional[int]) -> Optional[int]:
-    """The rank that caused a failure: one that died without recording an error (exit, crash, kill),
-    else one whose error is not a symptom of a lost peer, else the launcher's first failure."""
-    dead = [r for r in ranks if r.exitcode not in (None, 0) and r.phase != "error"]
+def culprit(ranks: list[RankStatus], first_failed: Optional[int], killed: Sequence[int] = ()) -> Optional[int]:
+    """The rank that caused a failure: one that died without recording an error (exit, crash, a kill
+    that was not the launcher's clean-up in ``killed``), else one whose error is not a symptom of a
+    lost peer, else the launcher's first failure."""
+    dead = [r for r in ranks if r.exitcode not in (None, 0) and r.phase != "error" and r.rank not in killed]
     if dead:
         return dead[0].rank
     own = [r for r in ranks if r.error and not PEER_SYMPTOM.search(r.error)]

@@ -214,7 +214,8 @@ def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: Optional
             nccl_warnings=analysis.nccl_warnings(_read_text(rundir / f"nccl-rank{r}.log")),
             log_tail=analysis.log_tail(_read_text(rundir / f"rank{r}.log"))))
     status = result.get("status", "error")
-    culprit = analysis.culprit(ranks, result.get("first_failed")) if status == "failed" else None
+    culprit = analysis.culprit(ranks, result.get("first_failed"), result.get("killed") or []) \
+        if status == "failed" else None
     if status == "error":
         message = result.get("message")
     elif status == "ok":
