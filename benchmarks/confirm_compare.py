@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -147,6 +148,7 @@ def main() -> int:
     t_plain = time.monotonic() - t0
     with open(out) as fh:
         plain = json.load(fh)
+    shutil.rmtree(os.path.dirname(out), ignore_errors=True)
 
     rows = []
     print(f"world size {n}, torch {facts.torch_version}, NCCL {facts.nccl_version}; gpudoctor run {t_gd:.1f} s, "
