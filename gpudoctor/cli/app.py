@@ -67,6 +67,17 @@ def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: Fa
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
+def _emit_partial(snap, json_out: bool, save: Optional[str], verbose: bool) -> None:
+    """Report what an interrupted scan found (saved too with --save) and exit 130."""
+    from gpudoctor.rules import evaluate
+
+    try:
+        emit(evaluate(snap), json_out, save, verbose, FailOn.never)
+    except typer.Exit:
+        pass
+    raise typer.Exit(130)
+
+
 @app.command()
 def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
@@ -77,8 +88,12 @@ def scan(
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
     torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+    no_confirm: bool = typer.Option(False, "--no-confirm", help="Skip the confirmation runs (all-reduce, DDP step)."),
+    confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5,
+                                          help="Hard limit in seconds for the confirmation runs (each transport "
+                                               "re-run after a failure gets at most 45 s more)."),
 ):
-    """Probe this host, check the rules, print the report."""
+    """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
     from gpudoctor.probes.registry import scan as do_scan
@@ -99,12 +114,138 @@ def scan(
     except ScanInterrupted as exc:
         # Ctrl-C: children are already killed; keep and show what was found, exit 130.
         sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
-        try:
-            emit(evaluate(exc.snapshot), json_out, save, verbose, FailOn.never)
-        except typer.Exit:
-            pass
-        raise typer.Exit(130)
+        _emit_partial(exc.snapshot, json_out, save, verbose)
+    from gpudoctor.confirm.runner import for_scan
+    from gpudoctor.reports.progress import RunProgress
+
+    try:
+        with RunProgress() as progress:
+            snap.confirmation = for_scan(snap, run=not no_confirm, timeout_s=confirm_timeout, on_progress=progress)
+    except KeyboardInterrupt:
+        # the runner kills its process groups on the way out; report the static checks
+        from gpudoctor.probes.subproc import kill_all
+
+        kill_all()
+        sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
+        _emit_partial(snap, json_out, save, verbose)
     emit(evaluate(snap), json_out, save, verbose, fail_on)
+
+
+class Model(str, enum.Enum):
+    builtin = "builtin"
+    hf = "hf"
+    tiny = "tiny"
+
+
+class Scaling(str, enum.Enum):
+    weak = "weak"
+    strong = "strong"
+
+
+def _confirm_report(cpu: bool, python: Optional[str], nproc: Optional[int], timeout: float, keep_logs: bool,
+                    **plan):
+    """Probe what the CNF rules need, run the confirmation run(s), evaluate only the CNF rules."""
+    from gpudoctor.confirm.runner import confirm
+    from gpudoctor.probes.cpu import probe_cpu
+    from gpudoctor.probes.env import probe_env
+    from gpudoctor.probes.host import probe_host
+    from gpudoctor.probes.nvml import probe_nvml
+    from gpudoctor.probes.registry import scan as do_scan
+    from gpudoctor.probes.runner import Probe, ProbeFailed, ProbeOptions
+    from gpudoctor.probes.torch_probe import choose_interpreter
+    from gpudoctor.reports.progress import RunProgress
+    from gpudoctor.rules import REGISTRY, evaluate
+
+    if nproc is not None and nproc < 1:
+        raise fail("--nproc must be at least 1")
+    try:
+        interp = choose_interpreter(python)
+    except ProbeFailed as exc:
+        raise fail(str(exc))
+    probes = [Probe("host", "host", probe_host), Probe("env", "env", probe_env), Probe("cpu", "cpu", probe_cpu),
+              Probe("nvml", "nvml", probe_nvml, timeout_s=lambda o: o.nvml_timeout_s + 5)]
+    snap = do_scan(ProbeOptions(python=interp), probes)
+    if not cpu and not (snap.nvml and snap.nvml.available and snap.nvml.gpus):
+        why = snap.nvml.error if snap.nvml and snap.nvml.error else "NVML sees no GPU"
+        raise fail(f"no NVIDIA GPU to run on ({why}); --cpu runs the same code with gloo on CPU")
+    try:
+        with RunProgress() as progress:
+            snap.confirmation = confirm(python=interp, cpu=cpu, nproc=nproc if nproc else (2 if cpu else 0),
+                                        timeout_s=timeout, on_progress=progress, keep_logs=keep_logs, **plan)
+    except ValueError as exc:
+        raise fail(str(exc))
+    if snap.confirmation.status == "error":
+        raise fail(f"the run could not start: {snap.confirmation.reason}")
+    snap.duration_s = snap.confirmation.seconds
+    return evaluate(snap, only=[rid for rid in REGISTRY if rid.startswith("CNF")])
+
+
+@app.command()
+def smoke(
+    cpu: bool = typer.Option(False, "--cpu", help="Run on CPU with gloo and a tiny BERT (no GPU needed)."),
+    nproc: Optional[int] = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
+    model: Optional[Model] = typer.Option(None, "--model", help="builtin = BERT-base built with torch alone (GPU "
+                                          "default); hf = transformers BertForMaskedLM(BertConfig()); tiny (CPU default)."),
+    batch: Optional[int] = typer.Option(None, "--batch", min=1, help="Per-GPU batch (weak scaling) or global batch "
+                                        "(strong). Default 32 (tiny: 4)."),
+    seq: Optional[int] = typer.Option(None, "--seq", min=8, max=512, help="Sequence length (default 128; tiny 32)."),
+    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Timed steps (default 20; CPU 6)."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),
+    scaling: Scaling = typer.Option(Scaling.weak, "--scaling", help="weak: per-GPU batch fixed; strong: global batch fixed."),
+    no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
+    timeout: float = typer.Option(180.0, "--timeout", min=5, help="Hard limit in seconds; a hung rank is killed."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the step "
+                                         "(default: as for the torch probe)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
+    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
+):
+    """DDP BERT smoke step: per-step forward/backward/optimizer times, memory, sync check, scaling efficiency."""
+    report = _confirm_report(cpu, python, nproc, timeout, keep_logs, tasks=["ddp"],
+                             model=model.value if model else None, batch=batch, seq=seq, steps=steps,
+                             warmup_steps=warmup, scaling=scaling.value, baseline=not no_baseline)
+    emit(report, json_out, save, verbose, fail_on)
+
+
+bench_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                        rich_markup_mode=None, help="Benchmarks of the confirmation runs.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("allreduce")
+def bench_allreduce(
+    cpu: bool = typer.Option(False, "--cpu", help="Run on CPU with gloo (no GPU needed)."),
+    nproc: Optional[int] = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="Comma-separated message sizes, e.g. 1M,64M,1G "
+                                        "(default 1 MiB..1 GiB and the BERT-base gradient; CPU 64K,1M,4M)."),
+    dtypes: str = typer.Option("bf16,fp32", "--dtypes", help="Comma-separated: bf16, fp16, fp32."),
+    iters: Optional[int] = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
+    no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
+    timeout: float = typer.Option(180.0, "--timeout", min=5, help="Hard limit in seconds; a hung rank is killed."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the benchmark."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
+    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
+):
+    """All-reduce sweep: algbw/busbw (nccl-tests definitions), correctness, and pinned copy bandwidth per GPU."""
+    from gpudoctor.confirm.plan import normalize_dtype, parse_size
+
+    try:
+        size_list = [parse_size(x) for x in sizes.split(",") if x.strip()] if sizes else None
+        dtype_list = [normalize_dtype(x) for x in dtypes.split(",") if x.strip()]
+    except ValueError as exc:
+        raise fail(str(exc))
+    if not dtype_list:
+        raise fail("--dtypes is empty")
+    tasks = ["allreduce"] + ([] if no_copy else ["copy"])
+    report = _confirm_report(cpu, python, nproc, timeout, keep_logs, tasks=tasks, sizes=size_list,
+                             dtypes=dtype_list, ar_iters=iters, ar_warmup=warmup)
+    emit(report, json_out, save, verbose, fail_on)
 
 
 @app.command()

@@ -17,7 +17,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"  # 1.1: topology, libpath, logs; 1.2: confirmation
 
 Unlimited = Literal["unlimited"]
 
@@ -447,6 +447,150 @@ class InputFile(_Model):
     kinds: list[str] = Field(default_factory=list)
     sections: list[str] = Field(default_factory=list)
     note: Optional[str] = Field(None, description="e.g. 'recognised as nvidia-smi topo -m; parser not available'")
+# --- confirmation runs (issue 9): short real workloads whose results become facts -----------------
+class Stat(_Model):
+    """Median and spread of repeated measurements (same unit as the field holding it)."""
+
+    median: float
+    min: float
+    max: float
+    p25: float
+    p75: float
+    rel_spread: float = Field(description="(max - min) / median")
+    n: int
+
+
+class ConfirmDevice(_Model):
+    rank: int
+    index: int = Field(description="torch device index (after CUDA_VISIBLE_DEVICES)")
+    name: Optional[str] = None
+    capability: Optional[str] = None
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    total_memory_bytes: Optional[int] = None
+
+
+class AllReduceResult(_Model):
+    """One message size and dtype of the all-reduce sweep (nccl-tests definitions; GB/s = 1e9 B/s)."""
+
+    dtype: str
+    size_bytes: int
+    iters: int = 0
+    time_s: Optional[Stat] = Field(None, description="seconds per all-reduce, rank 0, device-event timing on GPU")
+    algbw_gbs: Optional[float] = Field(None, description="size / median time, GB/s")
+    busbw_gbs: Optional[float] = Field(None, description="algbw * 2(n-1)/n, GB/s")
+    correct: Optional[bool] = Field(None, description="every element of the reduced tensor right on every rank")
+    max_abs_error: Optional[float] = None
+    error: Optional[str] = None
+
+
+class CopyResult(_Model):
+    """Pinned host<->device copy bandwidth of one GPU, measured alone (GB/s = 1e9 B/s)."""
+
+    rank: int
+    device_index: int
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    size_bytes: int
+    h2d_gbs: Stat
+    d2h_gbs: Stat
+
+
+class StepTimes(_Model):
+    """Per-step times of a training step, seconds: device events on GPU, wall clock on CPU (checklist C3)."""
+
+    step_s: Stat
+    forward_s: Stat
+    backward_s: Stat = Field(description="includes DDP's gradient all-reduce overlapped with it")
+    optimizer_s: Stat
+    batch: int = Field(description="samples per step on one rank")
+
+
+class RankMemory(_Model):
+    rank: int
+    peak_allocated_bytes: Optional[int] = Field(None, description="torch.cuda.max_memory_allocated (checklist C4)")
+    peak_reserved_bytes: Optional[int] = None
+    peak_rss_bytes: Optional[int] = Field(None, description="CPU path: peak resident set size of the rank")
+
+
+class DdpResult(_Model):
+    """The DDP BERT smoke step and its scaling efficiency (checklist C2-C5, C8)."""
+
+    model: str
+    params: int
+    grad_bytes: int = Field(description="fp32 gradient bytes all-reduced per step")
+    precision: str
+    optimizer: str
+    world_size: int
+    per_rank_batch: int
+    global_batch: int
+    seq_len: int
+    warmup_steps: int
+    timed_steps: int
+    scaling: Literal["weak", "strong"] = Field(description="weak: per-GPU batch fixed; strong: global batch fixed")
+    step: StepTimes = Field(description="world size n, rank 0")
+    nosync_step_s: Optional[Stat] = Field(None, description="step time under DDP no_sync (no gradient all-reduce)")
+    single: Optional[StepTimes] = Field(None, description="T1: the same model and settings on one device, no DDP")
+    efficiency: Optional[float] = Field(None, description="E = (throughput_n / throughput_1) / n from median times")
+    efficiency_low: Optional[float] = Field(None, description="E from the slow quartiles (p75 of Tn, p25 of T1)")
+    efficiency_high: Optional[float] = None
+    grad_allreduce_s: Optional[Stat] = Field(None, description="one all-reduce of the gradient size, fp32")
+    samples_per_s: Optional[float] = Field(None, description="global samples per second at world size n")
+    loss_first: Optional[float] = None
+    loss_last: Optional[float] = None
+    loss_finite: bool = True
+    params_max_abs_diff: Optional[float] = Field(None, description="max |p_i - p_j| over ranks after the steps")
+    memory: list[RankMemory] = Field(default_factory=list)
+
+
+class RankStatus(_Model):
+    """How one rank of a run ended, with its last phase and log tails (checklist C6)."""
+
+    rank: int
+    exitcode: Optional[int] = None
+    phase: Optional[str] = None
+    label: Optional[str] = Field(None, description="what the rank was doing last, e.g. 'all-reduce bfloat16 64 MiB'")
+    joined: bool = Field(False, description="got through the rendezvous")
+    error: Optional[str] = None
+    nccl_warnings: list[str] = Field(default_factory=list, description="last 'NCCL WARN' lines of its NCCL log")
+    log_tail: list[str] = Field(default_factory=list)
+
+
+class ConfirmationRun(_Model):
+    """One launch of the workers (the main run, or a transport re-run)."""
+
+    name: str
+    env: dict[str, str] = Field(default_factory=dict, description="variables set for this run only")
+    status: Literal["ok", "failed", "hung", "error"]
+    message: Optional[str] = None
+    culprit_rank: Optional[int] = None
+    seconds: float
+    timeout_s: float
+    orphans_killed: int = Field(0, description="processes of the run still alive after the launcher ended")
+    log_dir: Optional[str] = Field(None, description="this run's per-rank logs (kept when it failed)")
+    ranks: list[RankStatus] = Field(default_factory=list)
+
+
+class ConfirmationFacts(_Model):
+    source: str = "gpudoctor confirmation runs: torch.multiprocessing spawn in the target interpreter, 127.0.0.1 rendezvous"
+    status: Literal["ok", "failed", "hung", "error", "skipped", "not_applicable"]
+    reason: Optional[str] = None
+    interpreter: Optional[str] = None
+    torch_version: Optional[str] = None
+    nccl_version: Optional[str] = None
+    backend: Optional[str] = None
+    device: Optional[str] = Field(None, description="cuda or cpu")
+    world_size: Optional[int] = None
+    tasks: list[str] = Field(default_factory=list)
+    seconds: Optional[float] = None
+    log_dir: Optional[str] = Field(None, description="per-rank logs, kept when a run failed")
+    devices: list[ConfirmDevice] = Field(default_factory=list)
+    allreduce: list[AllReduceResult] = Field(default_factory=list)
+    copies: list[CopyResult] = Field(default_factory=list)
+    ddp: Optional[DdpResult] = None
+    runs: list[ConfirmationRun] = Field(default_factory=list, description="the main run first, then transport re-runs")
+    transport_verdict: Optional[Literal["p2p", "shm", "either", "neither"]] = Field(
+        None, description="which NCCL transport the re-runs blame (None: no re-run)")
 
 
 class Snapshot(_Model):
@@ -474,3 +618,4 @@ class Snapshot(_Model):
                     "'env' for variable names when only some were seen); a section absent here was probed in full")
     probe_errors: list[ProbeError] = Field(default_factory=list)
     probe_seconds: dict[str, float] = Field(default_factory=dict, description="wall time of each probe, s")
+    confirmation: Optional[ConfirmationFacts] = Field(None, description="confirmation runs; None when not run")

@@ -68,12 +68,14 @@ def run_cmd(
     timeout: float,
     env: Optional[Mapping[str, str]] = None,
     input_text: Optional[str] = None,
+    cwd: Optional[str] = None,
 ) -> CmdResult:
     """Run ``argv`` (no shell) with a hard ``timeout`` in seconds.
 
     The child gets its own process group so that on timeout the whole group
     (grandchildren too) is killed. Never raises for a missing executable, a
     non-zero exit, a crash or a timeout: those are reported in the result.
+    ``cwd``: the child's working directory (None = ours).
     """
     argv = [str(a) for a in argv]
     try:
@@ -83,6 +85,7 @@ def run_cmd(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(env) if env is not None else None,
+            cwd=cwd,
             start_new_session=True,
             text=True,
             errors="replace",

@@ -121,6 +121,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         from gpudoctor.reports.topology import render_topology
 
         render_topology(snap.topology, console, verbose=verbose)
+    if snap.confirmation is not None:
+        from gpudoctor.reports.confirm_view import render_confirmation
+
+        render_confirmation(snap.confirmation, console)
     if snap.probe_errors:
         console.print()
         console.print("[magenta]Probe errors[/] (the scan went on without them):")

@@ -6,3 +6,4 @@ from gpudoctor.rules import driver, torch_rules, gpu_health, pcie, host, nccl_en
 from gpudoctor.rules import topology  # noqa: F401,E402
 from gpudoctor.rules import compat  # noqa: F401,E402
 from gpudoctor.rules import logs  # noqa: F401,E402  (SIG signatures, LOG log facts)
+from gpudoctor.rules import confirmation  # noqa: F401,E402

@@ -1,0 +1,188 @@
+"""gpudoctor's confirmation runs vs plain hand-written loops, side by side in one call (GPU host).
+
+1. All-reduce: gpudoctor's sweep (per-call CUDA events, median) vs a plain
+   ``torch.distributed.all_reduce`` loop timed with one event pair around ``iters`` calls (the
+   nccl-tests way), same sizes, dtypes, warm-up and world size.
+2. DDP step: gpudoctor's BERT-base smoke step (median of per-step events) vs a plain DDP loop with
+   the same model, batch, sequence length, bf16 autocast, fused AdamW and gradient_as_bucket_view,
+   timed with one event pair around the timed steps.
+
+Prints both figures and the ratio gpudoctor / plain (goal for the DDP step: within 5 %), and writes
+``compare.json`` into ``$OUT`` when set. Usage (repo root, GPU host):
+
+    PYTHONPATH=. python3 benchmarks/confirm_compare.py [--nproc N] [--batch 32] [--seq 128]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+
+SIZES = [1 << 20, 64 << 20, 256 << 20, 438_057_192, 1 << 30]
+CPU_SIZES = [64 << 10, 1 << 20]  # --cpu: a dry run of this script with gloo and the tiny model
+DTYPES = ["bfloat16", "float32"]
+WARMUP, ITERS = 5, 20
+STEPS_WARMUP, STEPS = 5, 20
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Clock:
+    """One timer pair: CUDA events on GPU, perf_counter on CPU (the --cpu dry run)."""
+
+    def __init__(self, torch, cuda: bool):
+        self.torch, self.cuda = torch, cuda
+        self.a = self.b = None
+
+    def start(self):
+        if self.cuda:
+            self.a = self.torch.cuda.Event(enable_timing=True)
+            self.a.record()
+        else:
+            self.a = time.perf_counter()
+
+    def stop(self) -> float:
+        if self.cuda:
+            self.b = self.torch.cuda.Event(enable_timing=True)
+            self.b.record()
+            self.torch.cuda.synchronize()
+            return self.a.elapsed_time(self.b) / 1e3
+        return time.perf_counter() - self.a
+
+
+def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu: bool) -> None:
+    """A hand-written loop: what an engineer would type to measure the same two things."""
+    import contextlib
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from gpudoctor.confirm import bert
+    from gpudoctor.confirm.plan import MODELS
+
+    device = "cpu" if cpu else "cuda"
+    if not cpu:
+        torch.cuda.set_device(rank)
+    else:  # as gpudoctor's worker does: share the cores between the ranks
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // n))
+    dist.init_process_group("gloo" if cpu else "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=n, timeout=datetime.timedelta(seconds=300))
+    clock = _Clock(torch, not cpu)
+    res = {"allreduce": [], "ddp": None}
+    for dname in DTYPES:
+        dtype = getattr(torch, dname)
+        for size in (CPU_SIZES if cpu else SIZES):
+            t = torch.zeros(size // torch.tensor([], dtype=dtype).element_size(), dtype=dtype, device=device)
+            iters = ITERS if size < 256 << 20 else ITERS // 2
+            for _ in range(WARMUP):
+                dist.all_reduce(t)
+            if not cpu:
+                torch.cuda.synchronize()
+            clock.start()
+            for _ in range(iters):
+                dist.all_reduce(t)
+            res["allreduce"].append({"dtype": dname, "size_bytes": t.numel() * t.element_size(),
+                                     "time_s": clock.stop() / iters})
+            del t
+    name = "tiny" if cpu else "bert-base"
+    torch.manual_seed(1234 + rank)
+    model, loss_fn = bert.build("tiny" if cpu else "builtin", MODELS[name], device)
+    ddp = DDP(model, device_ids=None if cpu else [rank], gradient_as_bucket_view=True)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4, fused=True)
+    ids, labels = bert.synthetic_batch(batch, seq, MODELS[name]["vocab"], device, seed=100 + rank)
+    autocast = contextlib.nullcontext if cpu else (lambda: torch.autocast("cuda", dtype=torch.bfloat16))
+    for i in range(STEPS_WARMUP + STEPS):
+        if i == STEPS_WARMUP:
+            clock.start()
+        with autocast():
+            loss = loss_fn(ddp, ids, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    res["ddp"] = {"step_s": clock.stop() / STEPS, "loss": float(loss.item())}
+    if rank == 0:
+        with open(out, "w") as fh:
+            json.dump(res, fh)
+    dist.destroy_process_group()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nproc", type=int, default=0, help="ranks (default: every GPU torch sees)")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--cpu", action="store_true", help="dry run on CPU (gloo, tiny model): checks the script")
+    args = ap.parse_args()
+
+    import torch
+    import torch.multiprocessing as mp
+
+    from gpudoctor.confirm.plan import fmt_size
+    from gpudoctor.confirm.runner import confirm
+
+    n = args.nproc or (2 if args.cpu else torch.cuda.device_count())
+    t0 = time.monotonic()
+    facts = confirm(python=sys.executable, cpu=args.cpu, nproc=n, tasks=["allreduce", "ddp"], timeout_s=args.timeout,
+                    sizes=CPU_SIZES if args.cpu else SIZES, dtypes=DTYPES, model="tiny" if args.cpu else "builtin", ar_warmup=WARMUP, ar_iters=ITERS, batch=args.batch, seq=args.seq,
+                    warmup_steps=STEPS_WARMUP, steps=STEPS, baseline=False)
+    t_gd = time.monotonic() - t0
+    if facts.status != "ok":
+        print(f"gpudoctor run {facts.status}: {facts.reason}")
+        return 1
+    out = os.path.join(tempfile.mkdtemp(prefix="gpudoctor-plain-"), "plain.json")
+    t0 = time.monotonic()
+    mp.start_processes(plain_rank, args=(n, _port(), args.batch, args.seq, out, args.cpu), nprocs=n, join=True,
+                       start_method="spawn")
+    t_plain = time.monotonic() - t0
+    with open(out) as fh:
+        plain = json.load(fh)
+    shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+
+    rows = []
+    print(f"world size {n}, torch {facts.torch_version}, NCCL {facts.nccl_version}; gpudoctor run {t_gd:.1f} s, "
+          f"plain run {t_plain:.1f} s")
+    print(f"{'all-reduce':<22}{'gpudoctor ms':>14}{'plain ms':>12}{'ratio':>8}{'busbw GB/s':>12}")
+    for a in facts.allreduce:
+        p = next(x for x in plain["allreduce"] if x["dtype"] == a.dtype and x["size_bytes"] == a.size_bytes)
+        ratio = a.time_s.median / p["time_s"] if p["time_s"] > 0 else float("nan")
+        rows.append({"dtype": a.dtype, "size_bytes": a.size_bytes, "gpudoctor_s": a.time_s.median,
+                     "gpudoctor_p25_s": a.time_s.p25, "gpudoctor_p75_s": a.time_s.p75, "plain_s": p["time_s"],
+                     "ratio": ratio, "busbw_gbs": a.busbw_gbs, "correct": a.correct})
+        print(f"{a.dtype + ' ' + fmt_size(a.size_bytes):<22}{a.time_s.median * 1e3:>14.3f}"
+              f"{p['time_s'] * 1e3:>12.3f}{ratio:>8.3f}{(a.busbw_gbs or 0):>12.1f}")
+    d = facts.ddp
+    ddp_ratio = d.step.step_s.median / plain["ddp"]["step_s"]
+    print(f"DDP {d.model} step (batch {args.batch}/rank x seq {args.seq}, {d.precision}, {d.optimizer}): gpudoctor "
+          f"{d.step.step_s.median * 1e3:.2f} ms (p25-p75 {d.step.step_s.p25 * 1e3:.2f}-{d.step.step_s.p75 * 1e3:.2f}; "
+          f"fwd {d.step.forward_s.median * 1e3:.2f} / bwd {d.step.backward_s.median * 1e3:.2f} / "
+          f"opt {d.step.optimizer_s.median * 1e3:.2f}), plain {plain['ddp']['step_s'] * 1e3:.2f} ms, "
+          f"ratio {ddp_ratio:.3f} ({'within' if abs(ddp_ratio - 1) <= 0.05 else 'OUTSIDE'} 5 %)")
+    print(f"peak memory rank 0: {(d.memory[0].peak_allocated_bytes or 0) / 1e9:.2f} GB; params {d.params:,}")
+    if facts.copies:
+        print("pinned copies: " + ", ".join(f"GPU {c.device_index} H2D {c.h2d_gbs.median:.1f} / D2H "
+                                            f"{c.d2h_gbs.median:.1f} GB/s" for c in facts.copies))
+    doc = {"world_size": n, "torch": facts.torch_version, "nccl": facts.nccl_version, "allreduce": rows,
+           "ddp": {"gpudoctor_step_s": d.step.step_s.median, "gpudoctor_p25_s": d.step.step_s.p25,
+                   "gpudoctor_p75_s": d.step.step_s.p75, "plain_step_s": plain["ddp"]["step_s"], "ratio": ddp_ratio,
+                   "batch": args.batch, "seq": args.seq, "precision": d.precision, "optimizer": d.optimizer,
+                   "params": d.params}}
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "compare.json"), "w") as fh:
+            json.dump(doc, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
