@@ -25,5 +25,5 @@ LOAD=$!
 sleep 10
 python3 gpudoctor/probes/nvml_worker.py > "$OUT/nvml-worker-busy.jsonl" 2>&1
 wait $LOAD
-python3 -m gpudoctor scan -v > "$OUT/scan-v.txt" 2>&1; echo "exit code: $?" >> "$OUT/scan-v.txt"
-python3 -m gpudoctor scan --json --save "$OUT/scan-saved.json" > "$OUT/scan.json"; echo "json exit code: $?" >> "$OUT/host.txt"
+python3 -m gpudoctor scan -v --no-confirm > "$OUT/scan-v.txt" 2>&1; echo "exit code: $?" >> "$OUT/scan-v.txt"
+python3 -m gpudoctor scan --json --no-confirm --save "$OUT/scan-saved.json" > "$OUT/scan.json"; echo "json exit code: $?" >> "$OUT/host.txt"

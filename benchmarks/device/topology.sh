@@ -38,5 +38,5 @@ echo "fabric worker exit code: $? (negative/139 = crashed; the scan survives it)
   echo "== peermem:"; grep -E '^(nvidia_peermem|nv_peer_mem) ' /proc/modules || echo "not loaded"
   echo "== lspci: $(command -v lspci || echo absent)"
 } > "$OUT/sysfs-pci.txt" 2>&1
-timeout 240 python3 -m gpudoctor scan -v > "$OUT/scan-v.txt" 2>&1; echo "exit code: $?" >> "$OUT/scan-v.txt"
-timeout 240 python3 -m gpudoctor scan --json > "$OUT/scan.json" 2>>"$OUT/host.txt"; echo "json exit code: $?" >> "$OUT/host.txt"
+timeout 240 python3 -m gpudoctor scan -v --no-confirm > "$OUT/scan-v.txt" 2>&1; echo "exit code: $?" >> "$OUT/scan-v.txt"
+timeout 240 python3 -m gpudoctor scan --json --no-confirm > "$OUT/scan.json" 2>>"$OUT/host.txt"; echo "json exit code: $?" >> "$OUT/host.txt"
