@@ -54,3 +54,11 @@ def test_broken_interpreters_become_probe_errors(tmp_path, body, kind):
         probe_torch(ProbeOptions(python=py, torch_timeout_s=2))
     assert exc.value.kind == kind
     assert exc.value.partial.interpreter == py
+
+
+def test_torchvision_ops_are_loaded_only_for_pairs_the_table_cannot_vouch_for():
+    from gpudoctor.probes.torch_probe import _pair_unknown
+
+    assert _pair_unknown({"version": "2.11.0+cu130", "torchvision_version": "0.26.0+cu130"}) is False
+    assert _pair_unknown({"version": "2.11.0+cu130", "torchvision_version": "0.20.0+cu130"}) is False  # known bad
+    assert _pair_unknown({"version": "2.99.0.dev20270101+cu140", "torchvision_version": "0.99.0"}) is True

@@ -36,7 +36,7 @@ def stat(values: Iterable[float]) -> Optional[Stat]:
         return None
     s = spread(vals)
     return Stat(median=s["median"], min=s["min"], max=s["max"], p25=_quantile(vals, 0.25), p75=_quantile(vals, 0.75),
-                rel_spread=s["rel_spread"], n=len(vals))
+                rel_spread=s["rel_spread"], n=len(vals), mean=sum(vals) / len(vals))
 
 
 def allreduce_results(raw: list[dict], world_size: int) -> list[AllReduceResult]:

@@ -304,4 +304,7 @@ def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: O
         return ConfirmationFacts(status="error", interpreter=t.interpreter, torch_version=t.version,
                                  reason=f"torch {t.version} in {t.interpreter} cannot use the GPUs "
                                         "(torch.cuda.is_available() is False)")
+    if (t.device_count or len(nv.gpus)) < 2 and "tasks" not in kwargs:
+        # one GPU: no link between GPUs to measure; an all-reduce sweep of one rank is a local no-op
+        kwargs["tasks"] = ["copy", "ddp"]
     return confirm(python=t.interpreter, cpu=False, nproc=0, timeout_s=timeout_s, on_progress=on_progress, **kwargs)

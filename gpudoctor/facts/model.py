@@ -188,6 +188,8 @@ class TorchFacts(_Model):
     cuda_home: Optional[str] = None
     nvcc_version: Optional[str] = None
     import_seconds: Optional[float] = None
+    cuda_init_seconds: Optional[float] = Field(None, description="torch.cuda.is_available() + device_count(), s")
+    properties_seconds: Optional[float] = Field(None, description="get_device_properties for every device, s")
     error: Optional[str] = Field(None, description="import failure, when torch is present but cannot be imported")
 
 
@@ -458,6 +460,7 @@ class Stat(_Model):
     p75: float
     rel_spread: float = Field(description="(max - min) / median")
     n: int
+    mean: Optional[float] = Field(None, description="arithmetic mean (what a loop timed end to end gives)")
 
 
 class ConfirmDevice(_Model):

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 from pathlib import Path
 from typing import Optional
 
@@ -46,25 +45,35 @@ def parse_output(stdout: str) -> Optional[dict]:
 
 
 def probe_torch(opts) -> TorchFacts:
-    """Probe torch in the target interpreter; torchvision's ops are checked by a concurrent second child.
+    """Probe torch in the target interpreter.
 
-    Raises ProbeFailed (with partial TorchFacts) when the interpreter is missing,
-    crashes, hangs past ``opts.torch_timeout_s`` or prints no result.
+    torchvision's C++ ops are loaded (a second child, ~9 s on the H200 host: importing torchvision is
+    slow) only when gpudoctor's release table cannot vouch for the torch/torchvision pair; a known
+    pair is judged from the table by rule CMP001.
+    Raises ProbeFailed (with partial TorchFacts) when the interpreter is missing, crashes, hangs
+    past ``opts.torch_timeout_s`` or prints no result.
     """
     python = choose_interpreter(getattr(opts, "python", None))
-    vision: dict = {}
-    th = threading.Thread(target=lambda: vision.update(
-        parse_output(run_cmd([python, str(SCRIPT), "vision"], timeout=opts.torch_timeout_s).stdout) or {}),
-        daemon=True)
-    th.start()
     res = run_cmd([python, str(SCRIPT)], timeout=opts.torch_timeout_s)
     data = parse_output(res.stdout)
-    th.join(opts.torch_timeout_s)
-    if data is not None and vision.get("torchvision_error"):
-        data["torchvision_error"] = vision["torchvision_error"]
+    if data is not None and data.get("torchvision_version") and _pair_unknown(data):
+        vision = parse_output(run_cmd([python, str(SCRIPT), "vision"], timeout=opts.torch_timeout_s).stdout) or {}
+        if vision.get("torchvision_error"):
+            data["torchvision_error"] = vision["torchvision_error"]
     if data is None:
         raise ProbeFailed(f"torch probe in {python}: {res.describe_failure() if not res.ok else 'printed no result'}",
                           kind="timeout" if res.timed_out else "crash" if (res.returncode or 0) < 0 else "error",
                           partial=TorchFacts(interpreter=python))
     data.setdefault("interpreter", python)
     return TorchFacts.model_validate(data)
+
+
+def _pair_unknown(data: dict) -> bool:
+    """True when the release table cannot say whether this torchvision belongs with this torch."""
+    try:
+        from gpudoctor.compat.check import UNKNOWN, companions
+
+        verdicts = companions(data.get("version"), data.get("torchvision_version"))
+        return any(v.status == UNKNOWN for v in verdicts)
+    except Exception:
+        return True

@@ -63,6 +63,7 @@ def main():
         print(MARK + json.dumps(out))
         return
     out["import_seconds"] = round(time.time() - t0, 3)
+    t1 = time.time()
     out["installed"] = True
     out["version"] = torch.__version__
     out["cuda"] = getattr(torch.version, "cuda", None)
@@ -84,6 +85,7 @@ def main():
         except Exception as exc:
             out["cuda_available"] = False
             out["cuda_error"] = "%s: %s" % (type(exc).__name__, exc)
+    out["cuda_init_seconds"] = round(time.time() - t1, 3)
     msgs = [str(w.message) for w in caught if "cuda" in str(w.message).lower()]
     if msgs and not out.get("cuda_error"):
         out["cuda_error"] = msgs[0][:2000]
@@ -99,6 +101,7 @@ def main():
         except Exception:
             pass
     devices = []
+    t2 = time.time()
     if out.get("cuda_available"):
         for i in range(out.get("device_count") or 0):
             try:
@@ -113,6 +116,7 @@ def main():
         except Exception:
             pass
     out["devices"] = devices
+    out["properties_seconds"] = round(time.time() - t2, 3)
     for mod in ("torchvision", "torchaudio"):
         out[mod + "_version"] = dist_version(mod)  # metadata only: importing them costs seconds
     print(MARK + json.dumps(out))

@@ -32,7 +32,10 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
             f"torch {c.torch_version or '?'}" + (f" (NCCL {c.nccl_version})" if c.nccl_version else "") +
             f" · {c.seconds or 0:.1f} s")
     console.print(head, highlight=False)
-    if c.allreduce:
+    if c.allreduce and (c.world_size or 0) < 2:
+        console.print("all-reduce: world size 1, nothing crosses a link (a 1-rank all-reduce is a local no-op); "
+                      "run on 2+ GPUs to measure busbw", highlight=False)
+    elif c.allreduce:
         t = Table(title="all-reduce (rank 0; GB/s = 1e9 B/s; busbw = algbw·2(n-1)/n, nccl-tests)",
                   title_justify="left", show_edge=False)
         for col in ("size", "dtype", "time ms (median)", "p25-p75 ms", "algbw GB/s", "busbw GB/s", "result"):
