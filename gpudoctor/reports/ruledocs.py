@@ -5,7 +5,7 @@ from gpudoctor.rules.engine import REGISTRY, RuleSpec
 
 FAMILIES = {
     "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
-    "NCL": "NCCL & environment",
+    "NCL": "NCCL & environment", "CLU": "Cluster",
 }
 
 

@@ -2,4 +2,4 @@
 from gpudoctor.rules.engine import REGISTRY, evaluate, rule  # noqa: F401
 
 # Each family module registers its rules on import; the order is the report's order.
-from gpudoctor.rules import driver, torch_rules, gpu_health, pcie, host, nccl_env  # noqa: F401,E402
+from gpudoctor.rules import driver, torch_rules, gpu_health, pcie, host, nccl_env, cluster  # noqa: F401,E402
