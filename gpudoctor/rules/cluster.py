@@ -373,7 +373,7 @@ def slow_pairs(ctx):
 def allreduce_failed(ctx):
     """Flags an all-reduce across nodes that raised, timed out, or whose check sum was wrong."""
     ar = ctx.allreduce
-    if sum(n.status != "missing" for n in ctx.nodes) < 2:
+    if ar is None and sum(n.status != "missing" for n in ctx.nodes) < 2:
         raise NotApplicable("fewer than two nodes took part")
     if ar is None:
         raise NotAssessed("no all-reduce across nodes ran (fewer than two nodes or --no-confirm)")

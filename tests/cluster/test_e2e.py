@@ -246,3 +246,17 @@ def test_slurm_without_cpu_on_a_host_without_gpus_falls_back_to_gloo(tmp_path):
     for n in rep.nodes:
         assert n.report.snapshot.torch is not None and n.report.snapshot.torch.installed  # the torch probe ran
     assert rep.allreduce.correct is True
+
+
+def test_torchrun_two_processes_on_one_node(tmp_path):
+    """--nproc-per-node 2: local rank 0 scans, both ranks join the all-reduce, one node in the report."""
+    p = start([sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "-m", "gpudoctor", "cluster",
+               "--cpu", "--json", "--probes", LIGHT, "--iters", "2", "--warmup", "0", "--fail-on", "never"],
+              base_env(), tmp_path, "agent")
+    assert finish([p], 40) == [0], (tmp_path / "agent.err").read_text()[-2000:]
+    rep = ClusterReport.model_validate_json((tmp_path / "agent.out").read_text())
+    assert [(n.node_rank, n.ranks, n.status) for n in rep.nodes] == [(0, [0, 1], "reported")]
+    assert rep.allreduce.ranks == 2 and rep.allreduce.nodes == 1 and rep.allreduce.correct is True
+    assert rep.pairwise is None  # one node: no node-to-node pairs
+    assert {o.rule_id: o.status for o in rep.outcomes}["CLU009"] == "pass"
