@@ -42,8 +42,9 @@ def exit_code(report, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in report.findings) else EXIT_OK
 
 
-def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn) -> None:
-    """Save, print (terminal or JSON) and exit with the documented code."""
+def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn,
+         input_errors: Optional[List[str]] = None) -> None:
+    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad)."""
     from gpudoctor.reports import jsonout
 
     if save:
@@ -61,7 +62,9 @@ def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: Fa
         render(report, Console(), verbose=verbose)
         if save:
             Console(stderr=True).print(f"[dim]report saved to {save}[/]")
-    raise typer.Exit(exit_code(report, fail_on))
+    for msg in input_errors or []:
+        sys.stderr.write(f"gpudoctor: error: {msg}\n")
+    raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
 @app.command()
@@ -82,36 +85,52 @@ def scan(
     from gpudoctor.probes.runner import ProbeOptions
     from gpudoctor.rules import evaluate
 
-    opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
-    if not json_out and sys.stderr.isatty():
-        from rich.console import Console
+    from gpudoctor.probes.runner import ScanInterrupted
 
-        with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
+    opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
+    try:
+        if not json_out and sys.stderr.isatty():
+            from rich.console import Console
+
+            with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
+                snap = do_scan(opts)
+        else:
             snap = do_scan(opts)
-    else:
-        snap = do_scan(opts)
+    except ScanInterrupted as exc:
+        # Ctrl-C: children are already killed; keep and show what was found, exit 130.
+        sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
+        try:
+            emit(evaluate(exc.snapshot), json_out, save, verbose, FailOn.never)
+        except typer.Exit:
+            pass
+        raise typer.Exit(130)
     emit(evaluate(snap), json_out, save, verbose, fail_on)
 
 
 @app.command()
 def check(
-    paths: List[str] = typer.Argument(..., help="Saved gpudoctor JSON report(s) or snapshot(s)."),
+    paths: List[str] = typer.Argument(..., help="Saved outputs, files or folders: collect_env, nvidia-smi (table, -q, "
+                                      "-q -x, nvlink -s, topo -m), lspci -vvv, df, ulimit -a, dmesg, NCCL_DEBUG logs, "
+                                      "env dumps, error messages, or a saved gpudoctor JSON report."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ):
-    """Re-run the rules on a saved report, offline."""
-    from gpudoctor.facts.load import InputError, load_path
+    """Diagnose saved outputs offline: recognise each file by content, turn it into facts, run the rules.
+
+    A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
+    naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
+    """
+    from gpudoctor.facts.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
-    if len(paths) != 1:
-        raise fail("check takes one saved report at a time")
-    try:
-        snap = load_path(paths[0])
-    except InputError as exc:
-        raise fail(str(exc))
-    emit(evaluate(snap), json_out, save, verbose, fail_on)
+    snap, errors = build_snapshot(paths)
+    if snap is None:
+        for msg in errors or ["no usable input"]:
+            sys.stderr.write(f"gpudoctor: error: {msg}\n")
+        raise typer.Exit(EXIT_USAGE)
+    emit(evaluate(snap), json_out, save, verbose, fail_on, input_errors=errors)
 
 
 @app.command()
@@ -243,6 +262,88 @@ def list_rules():
 
     for spec in REGISTRY.values():
         sys.stdout.write(f"{spec.id:8} {spec.severity:8} {spec.area:20} {spec.title}\n")
+
+
+class CheckFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    github = "github"
+
+
+@app.command("cuda-version-check")
+def cuda_version_check(
+    torch: List[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
+                                    "PyPI wheel, with that release's default CUDA). Repeatable."),
+    requirements: Optional[str] = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
+                                               "requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock."),
+    driver: Optional[str] = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
+    gpu: List[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
+    cc: List[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
+    fleet: Optional[str] = typer.Option(None, "--fleet", help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
+    fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
+                                         "(default: this one if it has torch, else python3 on PATH)."),
+    strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+):
+    """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
+
+    Exit codes: 0 every target passes, 1 any fails, 2 bad input (unknown GPU, unparseable pin, missing file).
+    """
+    from gpudoctor.compat import versioncheck as vc
+    from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file
+
+    try:
+        if fleet and (driver or gpu or cc):
+            raise vc.InputError("--fleet cannot be combined with --driver / --gpu / --cc")
+        if torch and requirements:
+            raise vc.InputError("give --torch or --requirements, not both")
+        if fleet:
+            targets = vc.load_fleet(fleet)
+        elif gpu or cc:
+            targets = [vc.target_from("", driver, gpu=g, where="--") for g in gpu] + \
+                      [vc.target_from("", driver, cc=c, where="--") for c in cc]
+        elif driver:
+            targets = [vc.target_from("", driver, where="--")]
+        else:
+            targets = None
+        if torch:
+            subjects = [vc.subject_from_pin(parse_pin(t)) for t in torch]
+        elif requirements:
+            subjects = [vc.subject_from_pin(p) for p in pins_from_file(requirements)]
+        else:
+            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
+            from gpudoctor.probes.torch_probe import probe_torch
+
+            try:
+                tf = probe_torch(ProbeOptions(python=python, torch_timeout_s=torch_timeout))
+            except ProbeFailed as exc:
+                raise vc.InputError(f"cannot read the installed torch: {exc}")
+            subjects = [vc.subject_from_torch(tf)]
+        if targets is None:
+            from gpudoctor.probes.nvml import probe_nvml
+            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
+
+            try:
+                nv = probe_nvml(ProbeOptions())
+            except ProbeFailed as exc:
+                nv = exc.partial
+            if nv is None or not nv.available:
+                why = (nv.error if nv is not None else None) or "NVML unavailable"
+                raise vc.InputError(f"no target given and no NVIDIA driver on this host ({why}); "
+                                    f"give --driver, --gpu, --cc or --fleet")
+            targets = vc.targets_from_nvml(nv)
+    except (vc.InputError, PinError) as exc:
+        raise fail(str(exc))
+    results = []
+    for s in subjects:
+        results += [vc.check(s, t, strict=strict) for t in targets]
+        comp = vc.check_companions(s, strict=strict)
+        if comp is not None:
+            results.append(comp)
+    sys.stdout.write(vc.RENDERERS[fmt.value](results) + "\n")
+    raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results) else EXIT_OK)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 Unlimited = Literal["unlimited"]
 
@@ -30,7 +30,7 @@ class ProbeError(_Model):
     """A probe that failed, timed out or crashed. The scan goes on without it."""
 
     probe: str
-    kind: Literal["error", "timeout", "crash", "missing"] = "error"
+    kind: Literal["error", "timeout", "crash", "missing", "interrupted"] = "error"
     message: str
     seconds: float = Field(description="wall time the probe ran before it failed, s")
 
@@ -98,6 +98,7 @@ class NvLinkState(_Model):
     link: int
     active: bool
     version: Optional[int] = None
+    speed_gbps: Optional[float] = Field(None, description="per-link speed in GB/s as `nvidia-smi nvlink -s` prints it")
 
 
 class GpuFacts(_Model):
@@ -154,6 +155,8 @@ class NvmlFacts(_Model):
     gpu_count: int = 0
     gpus: list[GpuFacts] = Field(default_factory=list)
     kernel_module: Optional[str] = Field(None, description="first line of /proc/driver/nvidia/version")
+    fabric_states: dict[int, str] = Field(default_factory=dict, description="GPU index -> NVSwitch fabric state "
+                                          "(nvidia-smi -q 'Fabric State': In Progress / Completed); N/A omitted")
 
 
 class TorchDevice(_Model):
@@ -193,6 +196,259 @@ class EnvFacts(_Model):
     variables: dict[str, str] = Field(default_factory=dict, description="secret-looking values are replaced by '<redacted>'")
 
 
+# --- topology and interconnect (issue 3) ---------------------------------------------------------
+
+class TopoDeviceInfo(_Model):
+    """One row of `nvidia-smi topo -m`: a GPU or a NIC, with its affinity columns."""
+
+    name: str = Field(description="the matrix label: GPU0, NIC0, or a device name (mlx5_0) in old formats")
+    kind: Literal["gpu", "nic"]
+    nic_name: Optional[str] = Field(None, description="NIC device name from the NIC Legend (mlx5_0) or the label")
+    cpu_affinity: Optional[str] = Field(None, description="CPU list, e.g. '0-23,48-71'; None = not shown / N/A")
+    numa_affinity: Optional[str] = Field(None, description="NUMA node(s) of the CPUs close to it; None = N/A")
+    gpu_numa_id: Optional[str] = Field(None, description="the GPU's own NUMA node (Grace/C2C systems); None = N/A")
+
+
+class TopoMatrix(_Model):
+    """The parsed `nvidia-smi topo -m` matrix (see gpudoctor.parsers.topo)."""
+
+    source: str = "nvidia-smi topo -m"
+    devices: list[str] = Field(description="column (and row) labels in order")
+    matrix: list[list[Optional[str]]] = Field(
+        description="relation of devices[i] to devices[j]: X, NV#, PIX, PXB, PHB, NODE, SYS; None = row not captured")
+    info: dict[str, TopoDeviceInfo] = Field(default_factory=dict)
+    columns: list[str] = Field(default_factory=list, description="the columns after the matrix (CPU Affinity, ...)")
+    nic_legend: dict[str, str] = Field(default_factory=dict, description="NIC0 -> mlx5_0 from the NIC Legend")
+    truncated: bool = Field(False, description="the text stopped before every row was printed (a cut paste)")
+    missing_rows: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def gpus(self) -> list[str]:
+        return [d for d in self.devices if self.info[d].kind == "gpu"]
+
+    @property
+    def nics(self) -> list[str]:
+        return [d for d in self.devices if self.info[d].kind == "nic"]
+
+    def rel(self, a: str, b: str) -> Optional[str]:
+        """The relation between labels ``a`` and ``b`` (from either row); None when neither row was captured."""
+        if a == b:
+            return "X"
+        i, j = self.devices.index(a), self.devices.index(b)
+        return self.matrix[i][j] if self.matrix[i][j] is not None else self.matrix[j][i]
+
+
+class PcieDevice(_Model):
+    """A PCIe function on a GPU's or NIC's path to the root port, with its link (sysfs and/or lspci)."""
+
+    bdf: str = Field(description="domain:bus:device.function, e.g. 0000:17:00.0")
+    kind: Literal["gpu", "nic", "bridge", "other"] = "other"
+    name: Optional[str] = Field(None, description="lspci description, or the PCI class code from sysfs")
+    class_code: Optional[str] = None
+    driver: Optional[str] = None
+    numa_node: Optional[int] = None
+    link_speed_gts: Optional[float] = Field(None, description="current (negotiated) link speed, GT/s per lane")
+    link_speed_max_gts: Optional[float] = Field(None, description="link speed capability, GT/s per lane")
+    link_width: Optional[int] = Field(None, description="current (negotiated) link width, lanes")
+    link_width_max: Optional[int] = None
+    downgraded: Optional[bool] = Field(None, description="lspci marked LnkSta '(downgraded)'")
+    acs_ctl: Optional[dict[str, bool]] = Field(None, description="ACS control flags (SrcValid, ReqRedir, ...)")
+    acs_cap: Optional[dict[str, bool]] = None
+    acs_state: Literal["enabled", "disabled", "absent", "needs_root", "unknown"] = Field(
+        "unknown", description="ACS redirect state: enabled = ReqRedir+ or CmpltRedir+ in ACSCtl")
+    iommu_group: Optional[int] = None
+    source: str = "sysfs"
+
+
+class PciePath(_Model):
+    """A GPU's or NIC's chain of PCIe functions from itself up to the root port (sysfs device tree)."""
+
+    label: str = Field(description="GPU index as 'GPU0', or the NIC device name")
+    bdf: str
+    hops: list[str] = Field(description="BDFs from the device itself up to the root port")
+    root_complex: Optional[str] = Field(None, description="the host bridge the root port sits under, e.g. pci0000:00")
+
+
+class NvmlPair(_Model):
+    """NVML's view of one GPU pair: common ancestor and P2P status per capability."""
+
+    a: int
+    b: int
+    common_ancestor: Optional[str] = Field(None, description="as topo -m writes it: PIX, PXB, PHB, NODE, SYS, (X)")
+    p2p: dict[str, str] = Field(default_factory=dict,
+                                description="read/write/nvlink/atomics/pci -> OK, CNS, GNS, TNS, DISABLED, NS, U")
+    errors: dict[str, str] = Field(default_factory=dict)
+
+
+class NvLinkDetail(_Model):
+    gpu: int
+    link: int
+    active: bool
+    version: Optional[int] = None
+    remote_type: Optional[str] = Field(None, description="gpu, switch, ibmnpu, unknown")
+    remote_bus_id: Optional[str] = None
+    errors: dict[str, int] = Field(default_factory=dict, description="replay, recovery, crc_flit, crc_data counters")
+
+
+class FabricInfo(_Model):
+    """NVML GPU fabric info (NVSwitch systems, Hopper and newer)."""
+
+    gpu: int
+    state: Literal["not_supported", "not_started", "in_progress", "completed", "unknown"]
+    status: Optional[str] = Field(None, description="NVML return code name; meaningful only when state is completed")
+    clique_id: Optional[int] = None
+    cluster_uuid: Optional[str] = None
+    health_mask: Optional[int] = None
+    health_summary: Optional[str] = None
+    struct_version: Optional[int] = Field(None, description="the nvmlGpuFabricInfo struct version used (2 or 3)")
+
+
+class IommuFacts(_Model):
+    source: str = "/sys/kernel/iommu_groups, /sys/bus/pci/devices/*/iommu_group/type, /proc/cmdline"
+    enabled: Optional[bool] = Field(None, description="True when IOMMU groups exist")
+    group_count: int = 0
+    mode: Optional[Literal["translated", "passthrough", "off", "unknown"]] = Field(
+        None, description="DMA translation of the GPUs' groups: DMA/DMA-FQ = translated, identity = passthrough")
+    domain_types: dict[str, str] = Field(default_factory=dict, description="GPU BDF -> iommu group type")
+    cmdline_flags: list[str] = Field(default_factory=list, description="iommu-related kernel parameters")
+
+
+class IbPort(_Model):
+    device: str = Field(description="e.g. mlx5_0")
+    port: int
+    state: Optional[str] = Field(None, description="ACTIVE, DOWN, INIT, ARMED, POLLING")
+    phys_state: Optional[str] = Field(None, description="LinkUp, Polling, Disabled, ...")
+    rate_gbps: Optional[float] = Field(None, description="port rate, Gb/s (sysfs 'rate')")
+    rate_text: Optional[str] = None
+    link_layer: Optional[str] = Field(None, description="InfiniBand or Ethernet (RoCE)")
+    hca_type: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    numa_node: Optional[int] = None
+    netdevs: list[str] = Field(default_factory=list)
+
+
+class NetIface(_Model):
+    name: str
+    operstate: Optional[str] = None
+    speed_mbps: Optional[int] = None
+    pci_bus_id: Optional[str] = None
+    numa_node: Optional[int] = None
+    virtual: bool = False
+
+
+class LinkClass(_Model):
+    """A link class of the topology and the bandwidth it can carry (from rules/topology.toml)."""
+
+    name: str = Field(description="NV#, PIX, PXB, PHB, NODE, SYS")
+    meaning: str
+    bandwidth_gbs: Optional[float] = Field(None, description="line rate per direction, GB/s, for this host's links")
+    basis: Optional[str] = Field(None, description="how the bandwidth was derived (e.g. 'PCIe Gen5 x16')")
+    source: str
+
+
+class TopoPair(_Model):
+    """One GPU pair as the report shows it: relation, link class and that class's bandwidth on this host."""
+
+    a: int
+    b: int
+    relation: Optional[str] = Field(None, description="topo -m cell: NV#, PIX, PXB, PHB, NODE, SYS")
+    link_class: Optional[str] = Field(None, description="NV, PIX, PXB, PHB, NODE, SYS")
+    nvml_common_ancestor: Optional[str] = None
+    p2p: dict[str, str] = Field(default_factory=dict)
+    bandwidth_gbs: Optional[float] = Field(None, description="line rate per direction of this class here, GB/s")
+
+
+class TopologyFacts(_Model):
+    source: str = ("nvidia-smi topo -m; NVML (isolated worker: common ancestor, P2P status, NVLink, fabric); "
+                   "sysfs /sys/bus/pci/devices, /sys/kernel/iommu_groups, /sys/class/infiniband, /sys/class/net; "
+                   "/proc/cmdline, /proc/modules; lspci -vvv when installed")
+    matrix: Optional[TopoMatrix] = None
+    matrix_error: Optional[str] = Field(None, description="why the topo matrix is missing")
+    nvml_pairs: list[NvmlPair] = Field(default_factory=list)
+    nvlinks: list[NvLinkDetail] = Field(default_factory=list)
+    fabric: list[FabricInfo] = Field(default_factory=list)
+    pcie: list[PcieDevice] = Field(default_factory=list)
+    paths: list[PciePath] = Field(default_factory=list)
+    lspci_available: Optional[bool] = Field(None, description="None = not tried (e.g. a text dump)")
+    iommu: Optional[IommuFacts] = None
+    ib_present: Optional[bool] = Field(None, description="/sys/class/infiniband exists with devices; None = unknown")
+    ib_ports: list[IbPort] = Field(default_factory=list)
+    net_ifaces: list[NetIface] = Field(default_factory=list)
+    peermem_loaded: Optional[bool] = Field(None, description="nvidia_peermem or nv_peer_mem loaded; None = unknown")
+    peermem_module: Optional[str] = None
+    link_classes: list[LinkClass] = Field(default_factory=list)
+    pairs: list[TopoPair] = Field(default_factory=list, description="every GPU pair (derived from the sources above)")
+    errors: dict[str, str] = Field(default_factory=dict, description="parts of the probe that failed, with why")
+class SharedLibrary(_Model):
+    """A cuDNN / NCCL / libcuda library file found in an LD_LIBRARY_PATH directory (by name, never loaded)."""
+
+    kind: Literal["cudnn", "nccl", "cuda"] = Field(description="cuda = libcuda.so, the user-mode driver (cuda-compat)")
+    path: str
+    directory: str
+    version: Optional[str] = Field(None, description="from the file name or its symlink target, e.g. '9.1.0'")
+
+
+class LibPathFacts(_Model):
+    source: str = "file names in the LD_LIBRARY_PATH directories (nothing is loaded)"
+    ld_library_path: list[str] = Field(default_factory=list)
+    libraries: list[SharedLibrary] = Field(default_factory=list)
+class SignatureHit(_Model):
+    """Lines of the given logs / error text that match one entry of rules/signatures.toml."""
+
+    id: str
+    count: int = Field(description="matches over all inputs")
+    lines: list[str] = Field(default_factory=list, description="the first matching lines (trimmed)")
+    files: list[str] = Field(default_factory=list)
+    groups: dict[str, str] = Field(default_factory=dict, description="named groups of the first match")
+
+
+class XidEvent(_Model):
+    xid: int
+    pci_bus_id: Optional[str] = None
+    line: str
+    file: Optional[str] = None
+
+
+class NcclLogFacts(_Model):
+    """What an NCCL_DEBUG=INFO/WARN log says (possibly from several ranks and hosts)."""
+
+    version: Optional[str] = None
+    cuda_driver_version: Optional[str] = Field(None, description="'cudaDriverVersion 13000' -> '13.0'")
+    ib_device_found: Optional[bool] = None
+    net: Optional[str] = Field(None, description="network transport chosen: IB, Socket, or a plugin name")
+    transports: list[str] = Field(default_factory=list, description="distinct channel transports, e.g. P2P/IPC, SHM/direct, NET/IB/1/GDRDMA")
+    host_net_transports: dict[str, list[str]] = Field(default_factory=dict, description="host -> distinct NET/... transports")
+    gdr_disabled_hcas: list[str] = Field(default_factory=list)
+    env_set: dict[str, str] = Field(default_factory=dict, description="'NCCL_X set by environment to Y' lines")
+    warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")
+    nranks: Optional[int] = None
+    nvls_channels: Optional[int] = None
+    init_complete: bool = False
+
+
+class LogFacts(_Model):
+    source: str = "log and error text given to `gpudoctor check`"
+    lines_scanned: int = 0
+    signatures: list[SignatureHit] = Field(default_factory=list)
+    xids: list[XidEvent] = Field(default_factory=list)
+    nccl: Optional[NcclLogFacts] = None
+    kernel_messages: list[str] = Field(default_factory=list, description="NVRM lines of the kernel log, continuation lines joined")
+    error_lines: list[str] = Field(default_factory=list, description="error-looking lines no signature explains")
+    commands: list[str] = Field(default_factory=list, description="shell commands found (docker run ...), secrets redacted")
+    peer_access: dict[str, bool] = Field(default_factory=dict, description="'a,b' -> cudaDeviceCanAccessPeer(a, b) "
+                                         "as a pasted check printed it")
+
+
+class InputFile(_Model):
+    """One file given to `gpudoctor check`: what it was recognised as and which sections it fed."""
+
+    path: str
+    kinds: list[str] = Field(default_factory=list)
+    sections: list[str] = Field(default_factory=list)
+    note: Optional[str] = Field(None, description="e.g. 'recognised as nvidia-smi topo -m; parser not available'")
+
+
 class Snapshot(_Model):
     """Everything probed on one host, at one time."""
 
@@ -208,5 +464,13 @@ class Snapshot(_Model):
     nvml: Optional[NvmlFacts] = None
     torch: Optional[TorchFacts] = None
     env: Optional[EnvFacts] = None
+    topology: Optional[TopologyFacts] = None
+    libpath: Optional[LibPathFacts] = None
+    logs: Optional[LogFacts] = None
+    inputs: list[InputFile] = Field(default_factory=list, description="files read by `gpudoctor check` (empty for a scan)")
+    known_fields: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="for sections built from partial text: the fields the text gave ('nvml.gpus' for GPU fields, "
+                    "'env' for variable names when only some were seen); a section absent here was probed in full")
     probe_errors: list[ProbeError] = Field(default_factory=list)
     probe_seconds: dict[str, float] = Field(default_factory=dict, description="wall time of each probe, s")

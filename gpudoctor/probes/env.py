@@ -8,7 +8,9 @@ from typing import Mapping, Optional
 from gpudoctor.facts.model import EnvFacts
 
 PREFIXES = ("NCCL_", "TORCH_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCHELASTIC_")
-EXACT = ("OMP_NUM_THREADS", "LD_LIBRARY_PATH")
+EXACT = ("OMP_NUM_THREADS", "LD_LIBRARY_PATH",
+         # job size (multi-node or not) for the TOP rules: torchrun/torchelastic and Slurm
+         "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
 REDACTED = "<redacted>"
 
 _SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSWD|PWD|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE)",

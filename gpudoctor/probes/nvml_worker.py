@@ -15,6 +15,17 @@ Lines:
   {"t": "err",  "i": 0, "k": "fabric", "v": "NVMLError_Unknown ..."}
   {"t": "done"}
 
+Modes (first argument): none = the per-GPU facts above; ``topology`` = per GPU pair
+the common ancestor and P2P status, per NVLink its state, version, remote device and
+error counters; ``fabric`` = NVSwitch fabric info per GPU. The fabric call is the one
+that crashed Python when its struct was wrongly versioned, so it runs in a separate
+invocation: a crash there loses only fabric facts.
+
+  {"t": "pair", "a": 0, "b": 1, "k": "common_ancestor", "v": 30}
+  {"t": "pair", "a": 0, "b": 1, "k": "p2p_read", "v": 0}
+  {"t": "nvlink", "i": 0, "link": 3, "k": "state", "v": 1}
+  {"t": "fabric", "i": 0, "k": "state", "v": 3}
+
 Self-contained on purpose (imports pynvml and the standard library only).
 Source of the enums: NVML API reference, nvml.h (clock event reasons
 ``nvmlClocksEventReasons``, ``nvmlComputeMode_t``, temperature thresholds).
@@ -51,8 +62,155 @@ def _dec(v):
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
 
 
+# nvml.h: nvmlGpuP2PCapsIndex_t (pynvml writes NVML_P2P_CAPS_INDEX_READ with a stray comma, a tuple)
+P2P_CAPS = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3), ("pci", 4))
+# nvml.h: nvmlNvLinkErrorCounter_t
+NVLINK_ERRORS = (("replay", 0), ("recovery", 1), ("crc_flit", 2), ("crc_data", 3))
+NVLINK_REMOTE = {0: "gpu", 1: "ibmnpu", 2: "switch", 255: "unknown"}
+
+
+def topology(pynvml, count):
+    """GPU pairs (common ancestor, P2P status) and NVLink details."""
+    handles = {}
+    for i in range(count):
+        emit({"t": "step", "name": "gpu%d.nvmlDeviceGetHandleByIndex" % i})
+        try:
+            handles[i] = pynvml.nvmlDeviceGetHandleByIndex(i)
+            emit({"t": "gpu", "i": i, "k": "pci_bus_id", "v": _dec(pynvml.nvmlDeviceGetPciInfo(handles[i]).busId)})
+        except Exception as exc:
+            emit({"t": "err", "i": i, "k": "handle", "v": "%s %s" % (type(exc).__name__, exc)})
+    idx = sorted(handles)
+    for x, a in enumerate(idx):
+        for b in idx[x + 1:]:
+            emit({"t": "step", "name": "pair%d-%d.nvmlDeviceGetTopologyCommonAncestor" % (a, b)})
+            try:
+                v = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b]))
+                emit({"t": "pair", "a": a, "b": b, "k": "common_ancestor", "v": v})
+            except Exception as exc:
+                emit({"t": "pair_err", "a": a, "b": b, "k": "common_ancestor", "v": "%s %s" % (type(exc).__name__, exc)})
+            for name, cap in P2P_CAPS:
+                emit({"t": "step", "name": "pair%d-%d.nvmlDeviceGetP2PStatus(%s)" % (a, b, name)})
+                try:
+                    v = int(pynvml.nvmlDeviceGetP2PStatus(handles[a], handles[b], cap))
+                    emit({"t": "pair", "a": a, "b": b, "k": "p2p_" + name, "v": v})
+                except Exception as exc:
+                    emit({"t": "pair_err", "a": a, "b": b, "k": "p2p_" + name, "v": "%s %s" % (type(exc).__name__, exc)})
+    for i in idx:
+        h = handles[i]
+        for link in range(NVLINK_MAX_LINKS):
+            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkState(%d)" % (i, link)})
+            try:
+                state = pynvml.nvmlDeviceGetNvLinkState(h, link)
+            except Exception:
+                break  # Not Supported / invalid link: no (more) NVLinks
+            emit({"t": "nvlink", "i": i, "link": link, "k": "state", "v": int(state)})
+            for key, fn, args in (("version", "nvmlDeviceGetNvLinkVersion", ()),
+                                  ("remote_type", "nvmlDeviceGetNvLinkRemoteDeviceType", ()),
+                                  ("remote_bus_id", "nvmlDeviceGetNvLinkRemotePciInfo", ())):
+                f = getattr(pynvml, fn, None)
+                if f is None:
+                    continue
+                emit({"t": "step", "name": "gpu%d.%s(%d)" % (i, fn, link)})
+                try:
+                    v = f(h, link, *args)
+                    v = _dec(v.busId) if key == "remote_bus_id" else NVLINK_REMOTE.get(int(v), str(v)) \
+                        if key == "remote_type" else int(v)
+                    emit({"t": "nvlink", "i": i, "link": link, "k": key, "v": v})
+                except Exception:
+                    pass
+            if not state:
+                continue
+            for key, counter in NVLINK_ERRORS:
+                emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkErrorCounter(%d,%s)" % (i, link, key)})
+                try:
+                    v = int(pynvml.nvmlDeviceGetNvLinkErrorCounter(h, link, counter))
+                    emit({"t": "nvlink", "i": i, "link": link, "k": "err_" + key, "v": v})
+                except Exception:
+                    pass  # newer GPUs report these through field values only
+
+
+def _fabric_struct(pynvml, ctypes):
+    """The newest versioned fabric-info struct whose version word matches its size, else None.
+
+    NVML's versioned structs carry NVML_STRUCT_VERSION(type, v) = sizeof(type) | v << 24 in
+    their first field; a struct whose size differs from its version word makes NVML read or
+    write past it (that is how the H200 host segfaulted). So the bindings' struct is checked
+    against its own version constant before it is ever passed to NVML.
+    """
+    for ver, cls_name, const in ((3, "c_nvmlGpuFabricInfo_v3_t", "nvmlGpuFabricInfo_v3"),
+                                 (2, "c_nvmlGpuFabricInfo_v2_t", "nvmlGpuFabricInfo_v2")):
+        cls, word = getattr(pynvml, cls_name, None), getattr(pynvml, const, None)
+        if cls is None or not isinstance(word, int):
+            continue
+        if (word >> 24) == ver and (word & 0xFFFFFF) == ctypes.sizeof(cls):
+            yield ver, cls, word
+
+
+def fabric(pynvml, count):
+    """NVSwitch fabric state per GPU via nvmlDeviceGetGpuFabricInfoV with a checked struct version."""
+    import ctypes
+    mismatch = getattr(pynvml, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH", 25)
+    for i in range(count):
+        emit({"t": "step", "name": "gpu%d.nvmlDeviceGetHandleByIndex" % i})
+        try:
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+        except Exception as exc:
+            emit({"t": "err", "i": i, "k": "handle", "v": "%s %s" % (type(exc).__name__, exc)})
+            continue
+        info, used = None, None
+        candidates = list(_fabric_struct(pynvml, ctypes)) if hasattr(pynvml, "nvmlDeviceGetGpuFabricInfoV") else []
+        for ver, cls, word in candidates:
+            st = cls()
+            st.version = word
+            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetGpuFabricInfoV(v%d)" % (i, ver)})
+            try:
+                pynvml.nvmlDeviceGetGpuFabricInfoV(h, ctypes.byref(st))
+                info, used = st, ver
+                break
+            except pynvml.NVMLError as exc:
+                if getattr(exc, "value", None) == mismatch:
+                    continue  # driver older than the bindings' struct: try the previous version
+                if getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3):
+                    emit({"t": "unsupported", "i": i, "k": "fabric"})
+                else:
+                    emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                break
+            except Exception as exc:
+                emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                break
+        else:
+            cls = getattr(pynvml, "c_nvmlGpuFabricInfo_t", None)
+            if cls is not None and hasattr(pynvml, "nvmlDeviceGetGpuFabricInfo"):
+                st = cls()  # v1: no version word (R525-R535 drivers)
+                emit({"t": "step", "name": "gpu%d.nvmlDeviceGetGpuFabricInfo(v1)" % i})
+                try:
+                    pynvml.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(st))
+                    info, used = st, 1
+                except pynvml.NVMLError as exc:
+                    if getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3):
+                        emit({"t": "unsupported", "i": i, "k": "fabric"})
+                    else:
+                        emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                except Exception as exc:
+                    emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+        if info is None:
+            continue
+        out = {"struct_version": used, "state": int(info.state), "status": int(info.status),
+               "cluster_uuid": bytes(bytearray(info.clusterUuid)).hex()}
+        try:
+            out["status_name"] = _dec(pynvml.nvmlErrorString(int(info.status)))
+        except Exception:
+            pass
+        for key, attr in (("clique_id", "cliqueId"), ("health_mask", "healthMask"), ("health_summary", "healthSummary")):
+            if hasattr(info, attr):
+                out[key] = int(getattr(info, attr))
+        for k, v in out.items():
+            emit({"t": "fabric", "i": i, "k": k, "v": v})
+
+
 def main():
-    if os.environ.get("GPUDOCTOR_NVML_WORKER_CRASH") == "1":  # fault injection for tests
+    mode = sys.argv[1] if len(sys.argv) > 1 else "gpus"
+    if os.environ.get("GPUDOCTOR_NVML_WORKER_CRASH") in ("1", mode):  # fault injection for tests
         emit({"t": "step", "name": "injected"})
         os.kill(os.getpid(), 11)
     try:
@@ -85,6 +243,16 @@ def main():
     def put(i, key, value):
         emit({"t": "gpu", "i": i, "k": key, "v": value})
 
+    if mode in ("topology", "fabric"):
+        ok, count = call("sys", "gpu_count", pynvml.nvmlDeviceGetCount)
+        emit({"t": "sys", "k": "gpu_count", "v": count if ok else 0})
+        (topology if mode == "topology" else fabric)(pynvml, count if ok else 0)
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+        emit({"t": "done"})
+        return
     for key, fn in (("driver_version", "nvmlSystemGetDriverVersion"), ("nvml_version", "nvmlSystemGetNVMLVersion"),
                     ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion_v2")):
         ok, val = call("sys", key, getattr(pynvml, fn, None) or pynvml.nvmlSystemGetCudaDriverVersion)

@@ -4,10 +4,12 @@ from __future__ import annotations
 from gpudoctor.probes.cpu import probe_cpu
 from gpudoctor.probes.env import probe_env
 from gpudoctor.probes.host import probe_host
+from gpudoctor.probes.libpath import probe_libpath
 from gpudoctor.probes.memory import probe_memory
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.runner import Probe, ProbeOptions, run_probes
 from gpudoctor.probes.storage import probe_storage
+from gpudoctor.probes.topology import probe_topology
 from gpudoctor.probes.torch_probe import probe_torch
 
 PROBES: list[Probe] = [
@@ -18,6 +20,8 @@ PROBES: list[Probe] = [
     Probe("memory", "memory", probe_memory),
     Probe("storage", "storage", probe_storage),
     Probe("env", "env", probe_env),
+    Probe("topology", "topology", probe_topology, timeout_s=lambda o: 2 * o.nvml_timeout_s + 40),
+    Probe("libpath", "libpath", probe_libpath),
 ]
 
 

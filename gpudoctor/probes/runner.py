@@ -18,6 +18,14 @@ from gpudoctor import __version__
 from gpudoctor.facts.model import ProbeError, Snapshot
 
 
+class ScanInterrupted(Exception):
+    """SIGINT arrived during the scan; ``snapshot`` holds what the finished probes found."""
+
+    def __init__(self, snapshot: Snapshot):
+        super().__init__("interrupted")
+        self.snapshot = snapshot
+
+
 class ProbeFailed(Exception):
     """Raised by a probe to report a failure with a clean one-line message."""
 
@@ -66,6 +74,16 @@ def _run_one(probe: Probe, opts: ProbeOptions, out: dict) -> None:
                                   message=f"{type(exc).__name__}: {exc}{where}",
                                   seconds=round(time.perf_counter() - t0, 3))
     out["seconds"] = round(time.perf_counter() - t0, 3)
+    out["done"] = True
+
+
+def _install_sigint(handler):
+    """Set the SIGINT handler when we are the main thread; returns the previous one (or None)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread() or handler is None:
+        return None
+    return signal.signal(signal.SIGINT, handler)
 
 
 def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
@@ -76,17 +94,46 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
     """
     t0 = time.perf_counter()
     started = _dt.datetime.now(_dt.timezone.utc)
-    slots: list[tuple[Probe, dict, threading.Thread, float]] = []
-    for probe in probes:
-        out: dict = {}
-        th = threading.Thread(target=_run_one, args=(probe, opts, out), name=f"probe-{probe.name}", daemon=True)
-        th.start()
-        slots.append((probe, out, th, time.perf_counter() + probe.timeout_s(opts)))
     snap = Snapshot(gpudoctor_version=__version__, created_at=started.isoformat(timespec="seconds"),
                     data_path=opts.data_path)
+    slots: list[tuple[Probe, dict, threading.Thread, float]] = []
+    stop = threading.Event()
+    cut: set[str] = set()  # probes still running when SIGINT arrived
+
+    def on_sigint(_signum, _frame):
+        # Runs in the main thread between bytecodes: note what is unfinished, kill every child group
+        # (children run in their own sessions, so a terminal Ctrl-C never reaches them).
+        if not stop.is_set():
+            cut.update(p.name for p, o, _, _ in slots if not o.get("done"))
+            stop.set()
+            from gpudoctor.probes.subproc import kill_all
+
+            kill_all()
+
+    previous = _install_sigint(on_sigint)
+    try:
+        for probe in probes:
+            if stop.is_set():
+                break
+            out: dict = {}
+            th = threading.Thread(target=_run_one, args=(probe, opts, out), name=f"probe-{probe.name}", daemon=True)
+            slots.append((probe, out, th, time.perf_counter() + probe.timeout_s(opts)))
+            th.start()
+        for _, out, th, deadline in slots:
+            # short joins so the SIGINT flag is seen promptly; not Thread.is_alive(), which a
+            # signal can leave wrong (CPython bpo-45274): each probe sets its own "done" flag.
+            while not out.get("done") and not stop.is_set() and time.perf_counter() < deadline:
+                th.join(min(0.1, max(0.0, deadline - time.perf_counter())))
+    finally:
+        _install_sigint(previous)
+    interrupted = stop.is_set()
     for probe, out, th, deadline in slots:
-        th.join(max(0.0, deadline - time.perf_counter()))
-        if th.is_alive():
+        if interrupted and probe.name in cut:
+            snap.probe_errors.append(ProbeError(probe=probe.name, kind="interrupted",
+                                                message="interrupted (SIGINT) before it finished",
+                                                seconds=round(time.perf_counter() - t0, 3)))
+            continue
+        if not out.get("done"):
             snap.probe_errors.append(ProbeError(probe=probe.name, kind="timeout",
                                                 message=f"no result within {probe.timeout_s(opts):.0f} s; abandoned",
                                                 seconds=round(time.perf_counter() - t0, 3)))
@@ -97,4 +144,6 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
             snap.probe_errors.append(out["error"])
         snap.probe_seconds[probe.name] = out.get("seconds", 0.0)
     snap.duration_s = round(time.perf_counter() - t0, 3)
+    if interrupted:
+        raise ScanInterrupted(snap)
     return snap

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -45,6 +46,23 @@ class CmdResult:
         return f"{name}: exit code {self.returncode}: {tail[0][:300]}"
 
 
+_LIVE: set = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> int:
+    """Kill the process group of every child started by :func:`run_cmd` that is still running.
+
+    Used on SIGINT: the children run in their own sessions (so a terminal Ctrl-C does not
+    reach them) and must not outlive gpudoctor. Returns how many were killed.
+    """
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        _kill_group(proc)
+    return len(procs)
+
+
 def run_cmd(
     argv: Sequence[str],
     timeout: float,
@@ -71,6 +89,10 @@ def run_cmd(
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         return CmdResult(argv, None, "", str(exc), missing=True)
+    except OSError as exc:  # e.g. ENOEXEC: a file that is not a program
+        return CmdResult(argv, None, "", str(exc), missing=True)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
     try:
         out, err = proc.communicate(input=input_text, timeout=timeout)
         return CmdResult(argv, proc.returncode, out, err)
@@ -84,6 +106,9 @@ def run_cmd(
     except BaseException:
         _kill_group(proc)
         raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -45,9 +46,22 @@ def parse_output(stdout: str) -> Optional[dict]:
 
 
 def probe_torch(opts) -> TorchFacts:
+    """Probe torch in the target interpreter; torchvision's ops are checked by a concurrent second child.
+
+    Raises ProbeFailed (with partial TorchFacts) when the interpreter is missing,
+    crashes, hangs past ``opts.torch_timeout_s`` or prints no result.
+    """
     python = choose_interpreter(getattr(opts, "python", None))
+    vision: dict = {}
+    th = threading.Thread(target=lambda: vision.update(
+        parse_output(run_cmd([python, str(SCRIPT), "vision"], timeout=opts.torch_timeout_s).stdout) or {}),
+        daemon=True)
+    th.start()
     res = run_cmd([python, str(SCRIPT)], timeout=opts.torch_timeout_s)
     data = parse_output(res.stdout)
+    th.join(opts.torch_timeout_s)
+    if data is not None and vision.get("torchvision_error"):
+        data["torchvision_error"] = vision["torchvision_error"]
     if data is None:
         raise ProbeFailed(f"torch probe in {python}: {res.describe_failure() if not res.ok else 'printed no result'}",
                           kind="timeout" if res.timed_out else "crash" if (res.returncode or 0) < 0 else "error",

@@ -91,6 +91,13 @@ def main():
         out["arch_list"] = list(torch.cuda.get_arch_list())
     except Exception:
         out["arch_list"] = []
+    if not out["arch_list"] and out.get("cuda"):
+        # get_arch_list() is [] without a usable GPU (CI, driver too old); the build's flags are still there
+        try:
+            flags = torch._C._cuda_getArchFlags()
+            out["arch_list"] = flags.split() if flags else []
+        except Exception:
+            pass
     devices = []
     if out.get("cuda_available"):
         for i in range(out.get("device_count") or 0):
@@ -107,18 +114,40 @@ def main():
             pass
     out["devices"] = devices
     for mod in ("torchvision", "torchaudio"):
+        out[mod + "_version"] = dist_version(mod)  # metadata only: importing them costs seconds
+    print(MARK + json.dumps(out))
+
+
+def dist_version(name):
+    try:
+        from importlib import metadata
+    except ImportError:  # Python < 3.8
+        return None
+    try:
+        return metadata.version(name)
+    except Exception:
+        return None
+
+
+def vision_main():
+    """Second, concurrent probe: import torchvision and load its C++ ops.
+
+    A torchvision built for another torch imports but fails to register its ops
+    ("operator torchvision::nms does not exist"); only a real import shows it.
+    """
+    out = {"torchvision_version": dist_version("torchvision")}
+    if out["torchvision_version"]:
         try:
-            m = __import__(mod)
-            out[mod + "_version"] = getattr(m, "__version__", None)
-            if mod == "torchvision":
-                # the registered C++ op fails to load when torchvision was built for another torch
-                torch.ops.torchvision.nms
-        except ImportError:
-            pass
+            import torch
+            import torchvision  # noqa: F401
+            torch.ops.torchvision.nms
         except Exception as exc:
-            out[mod + "_error"] = ("%s: %s" % (type(exc).__name__, exc))[:1000]
+            out["torchvision_error"] = ("%s: %s" % (type(exc).__name__, exc))[:1000]
     print(MARK + json.dumps(out))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["vision"]:
+        vision_main()
+    else:
+        main()

@@ -5,7 +5,9 @@ from gpudoctor.rules.engine import REGISTRY, RuleSpec
 
 FAMILIES = {
     "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
-    "NCL": "NCCL & environment", "CLU": "Cluster",
+    "TOP": "Topology",
+    "NCL": "NCCL & environment", "CMP": "Compatibility", "SIG": "Logs & errors: known error signatures", "LOG": "Logs & errors: log facts",
+    "CLU": "Cluster",
 }
 
 

@@ -43,9 +43,15 @@ def header_lines(report: Report) -> list[str]:
         for g in nv.gpus:
             models[f"{g.name} ({_gib(g.memory_total_bytes)}, cc {g.compute_capability})"] += 1
         gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or "none"
-        lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version} · CUDA driver API {nv.cuda_driver_version}")
+        lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version or '?'} · "
+                     f"CUDA driver API {nv.cuda_driver_version or '?'}")
+    elif nv is None and s.inputs:
+        lines.append("[bold]GPUs[/] ? (no GPU facts in the inputs)")
     else:
         lines.append(f"[bold]GPUs[/] none usable ({escape((nv.error if nv else None) or 'NVML probe failed')})")
+    if s.inputs:  # gpudoctor check: what was read
+        kinds = sorted({k for i in s.inputs for k in i.kinds})
+        lines.insert(0, f"[bold]Inputs[/] {len(s.inputs)} file(s): {escape(', '.join(kinds) or 'error text')}")
     if t:
         if t.installed and t.version:
             extra = ", ".join(x for x in (f"CUDA {t.cuda}" if t.cuda else "CPU-only build",
@@ -78,9 +84,11 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             f.severity == "warning" for f in fs) else "info" if fs else "pass"
         if worst == "pass" and all(o.status == "not_applicable" for o in outs):
             worst = "not_applicable"
-        sym, style = MARK[worst]
         passed = sum(o.status == "pass" for o in outs)
         na = sum(o.status == "not_assessed" for o in outs)
+        if worst == "pass" and passed == 0 and na:
+            worst = "not_assessed"  # nothing was checked: no green tick
+        sym, style = MARK[worst]
         counts = f"{passed}/{len(outs)} checks passed" + (f", {na} not assessed" if na else "")
         console.print(f"[{style}]{escape('[' + sym + ']')}[/] [bold]{area}[/] [dim]({counts})[/]")
         for f in sorted(fs, key=lambda f: {"error": 0, "warning": 1, "info": 2}[f.severity]):
@@ -92,7 +100,13 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             console.print(f"        [green]→ fix:[/] {escape(f.remedy)}", highlight=False)
             if verbose:
                 console.print(f"        [dim]source: {escape('; '.join(f.sources))}[/]", highlight=False)
+        offline_na = [o for o in outs if o.status == "not_assessed" and not verbose and report.snapshot.inputs]
+        if offline_na:  # `check` on a few dumps: one line per area instead of one per rule
+            console.print(f"    [magenta]?[/] [dim]not assessed, their facts are not in the inputs: "
+                          f"{', '.join(o.rule_id for o in offline_na)} (-v for why)[/]", highlight=False)
         for o in outs:
+            if o in offline_na:
+                continue
             if o.status == "not_assessed" or (verbose and o.status in ("pass", "not_applicable")):
                 s, st = MARK[o.status]
                 why = f": {escape(o.reason)}" if o.reason else ""
@@ -103,6 +117,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                 else:
                     console.print(f"    [{st}]{s}[/] [dim]{o.rule_id} {text} — {label}{why}[/]", highlight=False)
     snap = report.snapshot
+    if snap.topology is not None:
+        from gpudoctor.reports.topology import render_topology
+
+        render_topology(snap.topology, console, verbose=verbose)
     if snap.probe_errors:
         console.print()
         console.print("[magenta]Probe errors[/] (the scan went on without them):")

@@ -24,6 +24,8 @@ def no_driver(ctx):
                            "/proc/driver/nvidia/version: " + (nv.kernel_module or "absent (no NVIDIA kernel module loaded)")],
                           data={"nvml_error": nv.error, "kernel_module": nv.kernel_module})
     elif nv.gpu_count == 0:
+        if not ctx.known("nvml", "gpus"):
+            raise NotAssessed(f"GPU list not in the facts (from {nv.source})")
         yield ctx.finding([f"driver {nv.driver_version} loaded, but NVML lists 0 GPUs"],
                           title="NVIDIA driver loaded but no GPU visible",
                           data={"driver_version": nv.driver_version, "gpu_count": 0})

@@ -15,7 +15,7 @@ from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Sum
 from gpudoctor.facts.model import Snapshot
 
 AREAS = ["Driver & NVML", "PyTorch", "Compatibility", "GPU health", "PCIe", "Topology", "Host", "NCCL & environment",
-         "Confirmation runs", "Cluster"]
+         "Confirmation runs", "Logs & errors", "Cluster"]
 
 
 class NotAssessed(Exception):
@@ -78,6 +78,26 @@ class Ctx:
     def __init__(self, snap: Snapshot, spec: RuleSpec):
         self.snap = snap
         self.spec = spec
+        self.partial: Optional[str] = None  # set when the rule read facts known only in part
+
+    def known(self, section: str, field: str) -> bool:
+        """True unless ``section`` was built from partial text that did not give ``field``.
+
+        ``section`` is a Snapshot field name, or 'nvml.gpus' for GPU fields (see Snapshot.known_fields).
+        """
+        kf = self.snap.known_fields
+        return section not in kf or field in kf[section]
+
+    def require(self, section: str, *fields: str):
+        """The section, or NotAssessed when it is missing or its text did not give one of ``fields``."""
+        sec = getattr(self.snap, section.split(".")[0], None)
+        if sec is None:
+            raise NotAssessed(f"{section} facts missing")
+        missing = [f for f in fields if not self.known(section, f)]
+        if missing:
+            src = getattr(sec, "source", section)
+            raise NotAssessed(f"{', '.join(missing)} not in the facts (from {src})")
+        return sec
 
     def finding(self, evidence: list[str], *, subject: Optional[str] = None, severity: Optional[Severity] = None,
                 title: Optional[str] = None, remedy: Optional[str] = None, data: Optional[dict[str, Any]] = None,
@@ -96,6 +116,12 @@ class Ctx:
             raise NotApplicable("no NVIDIA GPU visible to NVML")
         return nv.gpus
 
+    def gpus_with(self, *fields: str):
+        """Like :meth:`gpus`, but NotAssessed when the GPU facts came from text lacking ``fields``."""
+        gpus = self.gpus()
+        self.require("nvml.gpus", *fields)
+        return gpus
+
     def gpu_count(self) -> int:
         nv = self.snap.nvml
         return len(nv.gpus) if nv and nv.available else 0
@@ -103,6 +129,8 @@ class Ctx:
     def env(self) -> dict[str, str]:
         if self.snap.env is None:
             raise NotAssessed("environment facts missing")
+        if "env" in self.snap.known_fields:
+            self.partial = f"only some variables are known ({self.snap.env.source})"
         return self.snap.env.variables
 
 
@@ -129,6 +157,10 @@ def evaluate(snap: Snapshot, only: Optional[Iterable[str]] = None) -> Report:
             tb = traceback.extract_tb(exc.__traceback__)[-1]
             outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_assessed",
                                         reason=f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})"))
+            continue
+        if not got and ctx.partial:
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                        status="not_assessed", reason=f"nothing found, but {ctx.partial}"))
             continue
         findings.extend(got)
         outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,

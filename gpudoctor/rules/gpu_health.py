@@ -24,7 +24,7 @@ WARN_REASONS = {"SwThermalSlowdown": "software thermal slowdown (driver keeps th
 def temperature(ctx):
     """Compares each GPU's temperature with its NVML slowdown threshold (minus a margin)."""
     margin = data.threshold("gpu.temperature", "margin_c")
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("temperature_c", "temperature_slowdown_c"):
         if g.temperature_c is None or g.temperature_slowdown_c is None:
             continue
         if g.temperature_c >= g.temperature_slowdown_c - margin:
@@ -46,7 +46,7 @@ def temperature(ctx):
                "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html", "checklist H18"])
 def clock_events(ctx):
     """Decodes each GPU's active clock event reasons; HW ones are errors, SW thermal a warning."""
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("clock_event_reasons_mask"):
         if g.clock_event_reasons_mask is None:
             continue
         active = set(g.clock_event_reasons)
@@ -69,7 +69,7 @@ def clock_events(ctx):
 def power_limit(ctx):
     """Compares the enforced power limit with the default power-management limit (W)."""
     frac = data.threshold("gpu.power_limit", "min_fraction_of_default")
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("power_limit_w", "power_default_limit_w"):
         if g.power_limit_w is None or g.power_default_limit_w is None:
             continue
         if g.power_limit_w < g.power_default_limit_w * frac:
@@ -89,7 +89,7 @@ def power_limit(ctx):
                "https://docs.nvidia.com/deploy/xid-errors/index.html", "checklist H20"])
 def ecc(ctx):
     """Reads volatile and aggregate uncorrected ECC counts per GPU (volatile > 0: error; aggregate only: warning)."""
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("ecc_uncorrected_volatile"):
         if g.ecc_mode_current is False:
             continue
         vol, agg = g.ecc_uncorrected_volatile or 0, g.ecc_uncorrected_aggregate or 0
@@ -112,7 +112,7 @@ def ecc(ctx):
                "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html", "checklist H20"])
 def remapped_rows(ctx):
     """Reads NVML remapped rows: failure is an error, pending a warning."""
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("remapped_rows_pending"):
         if g.remapped_rows_failure:
             yield ctx.finding([f"GPU {g.index}: row remapping failure; {g.remapped_rows_uncorrectable} rows remapped "
                                f"for uncorrectable errors"], subject=f"GPU {g.index}", data={"failure": True})
@@ -133,7 +133,7 @@ def remapped_rows(ctx):
                "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes", "checklist H20"])
 def compute_mode(ctx):
     """Flags compute mode Prohibited (error) and Exclusive_Process / Exclusive_Thread (warning)."""
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("compute_mode"):
         if g.compute_mode == "Prohibited":
             yield ctx.finding([f"GPU {g.index}: compute mode Prohibited"], subject=f"GPU {g.index}",
                               remedy=f"sudo nvidia-smi -i {g.index} -c DEFAULT")
@@ -152,7 +152,7 @@ def compute_mode(ctx):
       sources=["https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html", "checklist H20"])
 def mig(ctx):
     """Flags GPUs whose current (or pending) MIG mode is enabled."""
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("mig_mode_current"):
         if g.mig_mode_current:
             yield ctx.finding([f"GPU {g.index}: MIG mode current=Enabled, pending={'Enabled' if g.mig_mode_pending else 'Disabled'}"],
                               subject=f"GPU {g.index}", remedy=f"sudo nvidia-smi -i {g.index} -mig 0 && sudo nvidia-smi -i {g.index} -r")
@@ -169,7 +169,7 @@ def mig(ctx):
       sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H14"])
 def other_processes(ctx):
     """Lists compute and graphics processes NVML reports on each GPU, with their memory (MiB)."""
-    for g in ctx.gpus():
+    for g in ctx.gpus_with("processes"):
         if not g.processes:
             continue
         lines = []
@@ -188,6 +188,6 @@ def other_processes(ctx):
       sources=["https://docs.nvidia.com/deploy/driver-persistence/index.html", "checklist H20"])
 def persistence(ctx):
     """Flags GPUs with persistence mode off."""
-    off = [g.index for g in ctx.gpus() if g.persistence_mode is False]
+    off = [g.index for g in ctx.gpus_with("persistence_mode") if g.persistence_mode is False]
     if off:
         yield ctx.finding([f"persistence mode off on GPU(s) {', '.join(map(str, off))}"], data={"gpus": off})

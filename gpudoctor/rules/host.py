@@ -77,6 +77,8 @@ def dev_shm(ctx):
     if mem is None:
         raise NotAssessed("memory facts missing")
     if mem.shm_total_bytes is None:
+        if not ctx.known("memory", "shm_total_bytes"):
+            raise NotAssessed(f"/dev/shm size not in the facts (from {mem.source})")
         yield ctx.finding([f"{mem.shm_path} not mounted or unreadable"], title="/dev/shm missing",
                           data={"shm_total_bytes": None})
         return

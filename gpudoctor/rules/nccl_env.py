@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 
 from gpudoctor.rules import data
-from gpudoctor.rules.engine import rule
+from gpudoctor.rules.engine import NotAssessed, rule
 
 ENV_URL = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 TORCH_ENV_URL = "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html"
@@ -109,3 +109,35 @@ def launch_blocking(ctx):
     env = ctx.env()
     if env.get("CUDA_LAUNCH_BLOCKING", "").strip() == "1":
         yield ctx.finding(["CUDA_LAUNCH_BLOCKING=1"], subject="CUDA_LAUNCH_BLOCKING")
+
+
+@rule("NCL007", "NCCL & environment", "warning", "NCCL peer-to-peer disabled on GPUs joined by NVLink",
+      ok="NCCL P2P not disabled on NVLink-connected GPUs",
+      why="NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=LOC (0) forbids the P2P transport, so GPUs that share NVLink (or an "
+          "NVSwitch) exchange data through host memory (SHM) instead: all-reduce bus bandwidth falls from hundreds "
+          "of GB/s to a few tens.",
+      fix="Unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL (let NCCL choose); confirm in an NCCL_DEBUG=INFO log that "
+          "channels use 'via P2P/...' and with nccl-tests all_reduce_perf.",
+      sources=[ENV_URL, "https://github.com/NVIDIA/nccl-tests/issues/228", "checklist H7, H12"])
+def p2p_off_on_nvlink(ctx):
+    """Flags NCCL_P2P_DISABLE=1 / NCCL_P2P_LEVEL=LOC when the GPUs have active NVLinks."""
+    env = ctx.env()
+    off = []
+    if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
+        off.append("NCCL_P2P_DISABLE=1")
+    if env.get("NCCL_P2P_LEVEL", "").strip().upper() in ("LOC", "0"):
+        off.append(f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}")
+    if not off:
+        return
+    gpus = ctx.gpus_with("nvlinks")
+    linked = [g for g in gpus if any(link.active for link in g.nvlinks)]
+    if not any(g.nvlinks for g in gpus):
+        raise NotAssessed("NVLink state not in the facts (give `nvidia-smi nvlink -s`)")
+    if len(linked) >= 2:
+        ev = [f"{', '.join(off)}: P2P transport disabled"]
+        for g in linked[:4]:
+            act = [link for link in g.nvlinks if link.active]
+            speed = f" at {act[0].speed_gbps:g} GB/s each" if act and act[0].speed_gbps else ""
+            ev.append(f"GPU {g.index} {g.name or ''}: {len(act)} active NVLinks{speed}")
+        yield ctx.finding(ev, remedy="unset " + " ".join(o.split("=")[0] for o in off),
+                          data={"settings": off, "nvlink_gpus": [g.index for g in linked]})

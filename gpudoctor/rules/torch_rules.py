@@ -1,29 +1,32 @@
 """PyTorch rules (family TRC): is the torch in the target interpreter able to use these GPUs?"""
 from __future__ import annotations
 
-from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
-from gpudoctor.rules.versions import arch_covers, cc_tuple, visible_device_count, vtuple
+from gpudoctor.rules.versions import cc_tuple, visible_device_count
 
 MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 INSTALL_URL = "https://pytorch.org/get-started/locally/"
 
 
-def _torch(ctx):
+def _torch(ctx, *fields):
     t = ctx.snap.torch
     if t is None:
         raise NotAssessed("torch probe failed")
+    ctx.require("torch", *fields)
     return t
 
 
 def _index_hint(ctx) -> str:
+    """A pip command for the newest torch wheel the driver runs (tables: rules/compat_torch.toml)."""
+    from gpudoctor.compat.tables import suggest_variant
+
     nv = ctx.snap.nvml
-    major = (vtuple(nv.cuda_driver_version) or (0,))[0] if nv and nv.available else 0
-    table = data.load("thresholds")["cuda"]["torch_index_for_driver"]
-    variant = table.get(str(major))
-    if not variant:
+    got = suggest_variant(nv.driver_version, nv.cuda_driver_version) if nv and nv.available else None
+    if not got:
         return f"pip install torch (see {INSTALL_URL})"
-    return f"pip install torch --index-url https://download.pytorch.org/whl/{variant}"
+    release, variant, mode = got
+    how = " (runs under CUDA minor-version compatibility)" if mode == "mvc" else ""
+    return (f"pip install 'torch=={release}.*' --index-url https://download.pytorch.org/whl/{variant}{how}")
 
 
 @rule("TRC001", "PyTorch", "error", "PyTorch is not installed in the target interpreter",
@@ -34,7 +37,7 @@ def _index_hint(ctx) -> str:
       sources=[INSTALL_URL, "checklist H1"])
 def torch_missing(ctx):
     """Fires when the target interpreter has no importable torch (or importing it fails)."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed")
     if not t.installed:
         yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
                           remedy=f"{_index_hint(ctx)}  (into {t.interpreter}), or pass --python PATH")
@@ -51,7 +54,7 @@ def torch_missing(ctx):
       sources=[INSTALL_URL, "checklist H1, H5"])
 def cpu_only_build(ctx):
     """Fires when torch has no CUDA (nor ROCm) support while NVML sees NVIDIA GPUs."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda")
     if not t.installed or t.error:
         raise NotApplicable("torch not importable (TRC001)")
     n = ctx.gpu_count()
@@ -74,31 +77,43 @@ def cpu_only_build(ctx):
           "for the CUDA the driver supports.",
       sources=[MVC_URL, "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html", "checklist H2, H21"])
 def runtime_vs_driver(ctx):
-    """Compares torch.version.cuda with the driver's CUDA version (NVML), allowing minor-version compatibility."""
-    t = _torch(ctx)
+    """Compares torch.version.cuda with the driver (version and the CUDA it reports, from NVML) using the
+    toolkit-driver and minor-version-compatibility tables of rules/compat_cuda.toml."""
+    from gpudoctor.compat.check import CAVEAT, FAIL, UNKNOWN
+    from gpudoctor.compat.check import runtime_vs_driver as verdict_of
+
+    t = _torch(ctx, "installed", "cuda")
     nv = ctx.snap.nvml
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     if nv is None or not nv.available:
-        raise NotAssessed("driver CUDA version unknown (NVML unavailable)")
-    rt, drv = vtuple(t.cuda), vtuple(nv.cuda_driver_version)
-    if not rt or not drv:
-        raise NotAssessed("CUDA version not readable")
-    if rt[:2] <= drv[:2]:
+        raise NotAssessed("driver version unknown (NVML unavailable)")
+    v = verdict_of(t.cuda, nv.driver_version, nv.cuda_driver_version)
+    if v.status == UNKNOWN:
+        raise NotAssessed(v.reason)
+    if v.status not in (CAVEAT, FAIL):
         return
-    ev = [f"torch {t.version}: CUDA runtime {t.cuda}", f"driver {nv.driver_version}: supports CUDA up to {nv.cuda_driver_version}"]
-    floor = data.load("thresholds")["cuda"]["minor_version_compatibility"].get(str(rt[0]))
-    data_ = {"torch_cuda": t.cuda, "driver_cuda": nv.cuda_driver_version, "driver": nv.driver_version}
-    if rt[0] == drv[0] and floor and (vtuple(nv.driver_version) or (0,)) >= vtuple(floor):
-        yield ctx.finding(ev + [f"same CUDA major and driver >= {floor}: runs under minor-version compatibility"],
-                          severity="info", title="PyTorch's CUDA runs under minor-version compatibility",
-                          remedy="Works as is. PTX JIT of kernels built with the newer toolkit will fail; upgrade the "
-                                 "driver to remove the limitation.", data=data_)
+    drv = f"driver {nv.driver_version}" if nv.driver_version else "driver"
+    ev = [f"torch {t.version}: CUDA runtime {t.cuda}",
+          f"{drv}: supports CUDA up to {nv.cuda_driver_version or '?'}", v.reason] + v.unverified
+    if v.status == CAVEAT:
+        yield ctx.finding(ev, severity="info", title="PyTorch's CUDA runs under minor-version compatibility",
+                          remedy="Works as is. PTX built by the newer toolkit cannot be JIT-compiled (a GPU covered only "
+                                 "by PTX fails); upgrade the driver to the toolkit's own to lift the limits.",
+                          data=v.data, sources=list(ctx.spec.sources) + v.sources)
         return
     if t.cuda_error:
         ev.append(f"torch CUDA init: {t.cuda_error[:300]}")
-    yield ctx.finding(ev, data=data_,
-                      remedy=f"Upgrade the driver to one supporting CUDA {t.cuda}, or: {_index_hint(ctx)}")
+    need = v.data.get("mvc_floor") or v.data.get("needs")
+    yield ctx.finding(ev, data=v.data,
+                      remedy=f"Upgrade the driver (>= {need}) or install a torch wheel the driver runs: {_index_hint(ctx)}")
+
+
+def _under_mvc(ctx, t) -> bool:
+    from gpudoctor.compat.check import CAVEAT, runtime_vs_driver as verdict_of
+
+    nv = ctx.snap.nvml
+    return bool(nv and nv.available and verdict_of(t.cuda, nv.driver_version, nv.cuda_driver_version).status == CAVEAT)
 
 
 @rule("TRC004", "PyTorch", "error", "GPU architecture missing from torch's arch list",
@@ -112,26 +127,37 @@ def runtime_vs_driver(ctx):
       sources=["https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
                "https://docs.nvidia.com/cuda/blackwell-compatibility-guide/index.html", "checklist H3"])
 def arch_list(ctx):
-    """Checks every GPU's compute capability against torch.cuda.get_arch_list()."""
-    t = _torch(ctx)
+    """Checks every GPU's compute capability against torch.cuda.get_arch_list(); when torch could not
+    report it (CUDA not initialised) it uses the official wheel's arch list from rules/compat_torch.toml."""
+    from gpudoctor.compat.check import CAVEAT, FAIL, arch_vs_cc
+    from gpudoctor.compat.tables import cuda_variant, wheel_arch
+
+    t = _torch(ctx, "installed", "cuda", "version")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
-    if not t.arch_list:
-        raise NotAssessed("torch reported an empty arch list (CUDA not initialised)")
-    for g in ctx.gpus():
-        cc = cc_tuple(g.compute_capability)
-        if cc is None:
+    arch, source, status = list(t.arch_list), "torch.cuda.get_arch_list()", "verified"
+    if not arch:
+        local = t.version.split("+", 1)[1] if t.version and "+" in t.version else cuda_variant(t.cuda)
+        row = wheel_arch(t.version, local)
+        if row is None:
+            raise NotAssessed("torch reported an empty arch list (CUDA not initialised) and the build is not in the wheel table")
+        arch, source, status = list(row.arch_list), f"official {row.release} {row.variant} wheel, from gpudoctor's table", row.status
+    for g in ctx.gpus_with("compute_capability"):
+        if cc_tuple(g.compute_capability) is None:
             continue
-        verdict, entry = arch_covers(t.arch_list, cc)
+        v = arch_vs_cc(arch, g.compute_capability, t.cuda, arch_source=source, arch_status=status)
+        cc = cc_tuple(g.compute_capability)
         ev = [f"GPU {g.index} {g.name}: compute capability {g.compute_capability} (sm_{cc[0]}{cc[1]})",
-              f"torch {t.version} arch list: {' '.join(t.arch_list)}"]
-        if verdict == "ptx":
-            yield ctx.finding(ev + [f"only PTX {entry} covers it: kernels are JIT-compiled at first use"],
-                              severity="warning", subject=f"GPU {g.index}",
+              f"torch {t.version} arch list ({source}): {' '.join(arch)}", v.reason] + v.unverified
+        if v.status == CAVEAT and _under_mvc(ctx, t):
+            yield ctx.finding(ev + ["the driver is older than torch's CUDA (minor-version compatibility): it cannot "
+                                    "JIT-compile this PTX (cudaErrorUnsupportedPtxVersion)"], subject=f"GPU {g.index}",
+                              data=v.data, title="GPU covered only by PTX, which this driver cannot JIT-compile")
+        elif v.status == CAVEAT:
+            yield ctx.finding(ev, severity="warning", subject=f"GPU {g.index}", data=v.data,
                               title="GPU covered only by PTX in torch's arch list (JIT at start-up)")
-        elif verdict == "none":
-            yield ctx.finding(ev + ["no cubin or PTX covers it: 'no kernel image is available'"],
-                              subject=f"GPU {g.index}")
+        elif v.status == FAIL:
+            yield ctx.finding(ev, subject=f"GPU {g.index}", data=v.data)
 
 
 @rule("TRC005", "PyTorch", "error", "torch does not see the GPUs NVML sees",
@@ -144,7 +170,9 @@ def arch_list(ctx):
                "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars", "checklist H5"])
 def device_count(ctx):
     """Compares torch.cuda.device_count() with NVML's GPU count filtered by CUDA_VISIBLE_DEVICES."""
-    t = _torch(ctx)
+    t = _torch(ctx, "installed", "cuda", "cuda_available")
+    if t.cuda_available and not ctx.known("torch", "device_count"):
+        raise NotAssessed(f"torch.cuda.device_count() not in the facts (from {t.source})")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     n = len(ctx.gpus())

@@ -30,20 +30,23 @@ def arch_covers(arch_list: list[str], cc: tuple[int, int]) -> tuple[str, Optiona
     later minors of the same major (CUDA 12.9 features).
     """
     major, minor = cc
-    best_ptx = None
+    best_sm: Optional[tuple[tuple[int, int], str]] = None
+    best_ptx: Optional[tuple[tuple[int, int], str]] = None
     for entry in arch_list:
         m = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", entry.strip())
         if not m:
             continue
         kind, emaj, emin, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        key = (emaj, emin)
         if kind == "sm":
-            if suffix == "a" and (emaj, emin) == (major, minor):
-                return "native", entry
-            if suffix in ("", "f") and emaj == major and emin <= minor:
-                return "native", entry
-        elif (emaj, emin) <= (major, minor):
-            best_ptx = entry
-    return ("ptx", best_ptx) if best_ptx else ("none", None)
+            fits = (key == (major, minor)) if suffix == "a" else (emaj == major and emin <= minor)
+            if fits and (best_sm is None or key > best_sm[0]):
+                best_sm = (key, entry)
+        elif key <= (major, minor) and (best_ptx is None or key > best_ptx[0]):
+            best_ptx = (key, entry)
+    if best_sm:
+        return "native", best_sm[1]
+    return ("ptx", best_ptx[1]) if best_ptx else ("none", None)
 
 
 def visible_device_count(cuda_visible_devices: Optional[str], nvml_count: int) -> int:

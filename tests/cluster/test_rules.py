@@ -213,3 +213,19 @@ def test_build_nodes_without_confirmation_does_not_call_nodes_hung():
     assert [n.status for n in quiet] == ["reported", "reported"]
     waited = build_nodes(launch, joins, snaps, {1: "pairs 1/1"}, [0, 1], {0: {}}, {}, {"confirm": 3})
     assert [n.status for n in waited] == ["reported", "hung"] and "pairs 1/1" in waited[1].detail
+
+
+def test_ib_port_at_half_rate_on_one_node_uses_the_topology_section():
+    def ib(rates):
+        def tweak(s):
+            s["topology"] = {"ib_present": True, "ib_ports": [
+                {"device": f"mlx5_{i}", "port": 1, "state": "ACTIVE" if r else "DOWN", "rate_gbps": r or None}
+                for i, r in enumerate(rates)]}
+        return tweak
+    nodes = [node(0, ib([400, 400])), node(1, ib([400, 200])), node(2, ib([400, 400])), node(3, ib([400, 0]))]
+    assert nodes[0].report.snapshot.topology.ib_ports[0].rate_gbps == 400.0
+    f = [x for x in by_rule(run(nodes)[0], "CLU004") if x.data["what"] == "IB ports"]
+    assert len(f) == 1 and f[0].data["odd_nodes"] == ["node1@gpu01", "node3@gpu03"]
+    assert "IB ports 1 × 400 Gb/s, 1 × down on 1 node: node3@gpu03" in f[0].evidence
+    quiet = [node(i, ib([400, 400])) for i in range(3)]
+    assert by_rule(run(quiet)[0], "CLU004") == []

@@ -1,0 +1,385 @@
+"""Build a Snapshot from saved files (``gpudoctor check PATH...``): text dumps, logs, a saved JSON report.
+
+Each file is read (size, binary and encoding checks), its formats are recognised by content
+(:mod:`gpudoctor.parsers.detect`), every recognised format is parsed, and the facts are merged into
+one Snapshot. A section built from text names its files in ``source``, and
+``Snapshot.known_fields`` lists the fields the text gave, so rules whose facts are absent say "not
+assessed" instead of passing. A bad file becomes a one-line error naming it; the others still count.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from pydantic import BaseModel
+
+from gpudoctor import __version__
+from gpudoctor.facts.load import InputError, parse_document
+from gpudoctor.facts.model import (EnvFacts, InputFile, LogFacts, NcclLogFacts, NvmlFacts, Snapshot)
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers import detect as D
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_FILES = 2000
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.DF, D.P2P}
+TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
+
+
+@dataclass
+class Fragment:
+    """Facts one file gave for one Snapshot section."""
+
+    section: str
+    value: Any
+    path: str
+    complete: bool = True  # False: only some of the section's items were seen (env from NCCL 'set by environment')
+
+
+@dataclass
+class Collected:
+    fragments: list[Fragment] = field(default_factory=list)
+    inputs: list[InputFile] = field(default_factory=list)
+    hits: list = field(default_factory=list)
+    xids: list = field(default_factory=list)
+    kernel: list[str] = field(default_factory=list)
+    nccl: list[NcclLogFacts] = field(default_factory=list)
+    unexplained: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    peer: dict[str, bool] = field(default_factory=dict)
+    lines: int = 0
+    base: Optional[Snapshot] = None
+    extra_sections: list[tuple[str, Any, str]] = field(default_factory=list)
+    topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
+    lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
+
+
+def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Files named, plus the files under named folders (recursively, sorted, hidden ones skipped).
+
+    Returns (files, errors); an error is a one-line message naming the path.
+    """
+    files: list[str] = []
+    errors: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [os.path.join(root, n) for n in sorted(names) if not n.startswith(".")]
+            if not found:
+                errors.append(f"{p}: folder holds no files")
+            files += found
+        elif os.path.exists(p):
+            files.append(p)
+        else:
+            errors.append(f"{p}: no such file or folder")
+    if len(files) > MAX_FILES:
+        errors.append(f"{len(files)} files given; only the first {MAX_FILES} are read")
+        files = files[:MAX_FILES]
+    return files, errors
+
+
+def read_text(path: str) -> str:
+    """The file as text. Raises InputError (one line naming the file) when it is unreadable, empty,
+    larger than 32 MiB, or binary."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; give the relevant part of the output")
+    if not raw.strip():
+        raise InputError(f"{path}: empty file")
+    head = raw[:8192]
+    if b"\x00" in head:
+        raise InputError(f"{path}: binary file, not a text dump or log")
+    text = raw.decode("utf-8", "replace")
+    sample = text[:8192]
+    bad = sum(1 for c in sample if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x1b\x0c"))
+    if bad > max(8, len(sample) // 20):
+        raise InputError(f"{path}: binary file, not a text dump or log")
+    return text
+
+
+def _topo(text: str):
+    """(result, note) from issue 3's topology parser when this build has it."""
+    try:
+        from gpudoctor.parsers import topo  # type: ignore[attr-defined]
+    except ImportError:
+        return None, "recognised as nvidia-smi topo -m; parser not available in this build"
+    fn = getattr(topo, "parse_topo_matrix", None)
+    if fn is None:
+        return None, "recognised as nvidia-smi topo -m; parser not available in this build"
+    try:
+        return fn(text), None
+    except ParseError as exc:
+        return None, f"nvidia-smi topo -m not parsed: {exc}"
+    except Exception as exc:  # a parser bug must not take the check down
+        return None, f"nvidia-smi topo -m parser failed: {type(exc).__name__}: {exc}"
+
+
+def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
+    """Parse one file into ``col``; returns an error message for a bad input (None when fine)."""
+    from gpudoctor.parsers import (collect_env, commands, dmesg, env_dump, host_text, lspci, nccl_log, nvidia_smi,
+                                   p2p_check)
+    from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
+
+    kinds = D.detect(text)
+    info = InputFile(path=path, kinds=list(kinds))
+    if D.JSON in kinds:
+        if col.base is not None:
+            return f"{path}: a second saved report; `check` reads one report (plus any text dumps) per host"
+        try:
+            col.base = parse_document(text, path)
+        except InputError as exc:
+            return str(exc)
+        info.sections = [n for n in TEXT_SECTIONS + ("storage", "logs") if getattr(col.base, n, None) is not None]
+        col.inputs.append(info)
+        return None
+    failures: list[str] = []
+    parsed: list[str] = []
+    sig_text = text
+
+    def frag(section: str, value: Any, complete: bool = True) -> None:
+        if value is not None:
+            col.fragments.append(Fragment(section, value, path, complete))
+            if section not in info.sections:
+                info.sections.append(section)
+
+    for kind in kinds:
+        try:
+            if kind == D.SMI_XML:
+                frag("nvml", nvidia_smi.parse_xml(text))
+            elif kind == D.SMI_Q:
+                frag("nvml", nvidia_smi.parse_query(text))
+            elif kind == D.SMI:
+                frag("nvml", nvidia_smi.parse_table(text))
+            elif kind == D.SMI_L:
+                frag("nvml", nvidia_smi.parse_list(text))
+            elif kind == D.P2P:
+                col.peer.update(p2p_check.parse_peer_checks(text))
+                info.sections.append("logs")
+            elif kind == D.LSCPU:
+                frag("cpu", collect_env.parse_lscpu(text))
+            elif kind == D.NVLINK:
+                frag("nvml", nvidia_smi.parse_nvlink_status(text))
+            elif kind == D.COLLECT_ENV:
+                ce = collect_env.parse_collect_env(text)
+                for sec in ("torch", "nvml", "host", "cpu", "env"):
+                    frag(sec, getattr(ce, sec))
+            elif kind == D.LSPCI:
+                lspci.parse_lspci(text)  # validates; the topology section is built from all texts below
+                col.lspci_texts.append((path, text))
+                info.sections.append("topology")
+            elif kind == D.DF:
+                shm = host_text.shm_facts(host_text.parse_df(text))
+                frag("memory", shm)
+            elif kind == D.ULIMIT:
+                frag("memory", host_text.parse_ulimit(text))
+            elif kind == D.DMESG:
+                k = dmesg.parse_kernel_log(text)
+                for x in k.xids:
+                    x.file = path
+                col.xids += k.xids
+                col.kernel += k.messages
+                sig_text = k.joined_text
+                info.sections.append("logs")
+            elif kind == D.NCCL:
+                n = nccl_log.parse_nccl_log(text)
+                col.nccl.append(n)
+                if n.env_set:
+                    from gpudoctor.probes.env import collect_env as _filter
+
+                    frag("env", EnvFacts(source="NCCL log ('set by environment' lines)",
+                                         variables=_filter(n.env_set)), complete=False)
+                info.sections.append("logs")
+            elif kind == D.ENV:
+                frag("env", env_dump.parse_env(text))
+            elif kind == D.COMMAND:
+                col.commands += commands.parse_commands(text)
+            elif kind == D.TOPO:
+                result, note = _topo(text)
+                if result is not None:
+                    col.topo_texts.append((path, text))
+                    info.sections.append("topology")
+                if note:
+                    info.note = note
+                    if result is None and "not available" not in note:
+                        failures.append(note)
+                    continue
+            parsed.append(kind)
+        except ParseError as exc:
+            failures.append(f"{kind}: {exc}")
+    spans: list[tuple[int, int]] = []
+    hits = match_signatures(sig_text, file=path, spans=spans)
+    col.hits += hits
+    col.lines += sig_text.count("\n") + 1
+    if {D.ERRORS, D.DMESG, D.NCCL} & set(kinds) and set(kinds) <= LOG_KINDS:  # not inside structured dumps
+        for line in unexplained_error_lines(sig_text, spans):
+            if line not in col.unexplained:
+                col.unexplained.append(line)
+    if hits and "logs" not in info.sections:
+        info.sections.append("logs")
+    if not kinds and not hits:
+        return f"{path}: unknown format (not a collect_env, nvidia-smi, lspci, df, ulimit, dmesg, NCCL log, env dump, " \
+               f"error text or gpudoctor report)"
+    structured = [k for k in kinds if k != D.ERRORS]
+    if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:
+        return f"{path}: recognised as {', '.join(structured)} but nothing could be read ({failures[0]})"
+    if failures and not info.note:
+        info.note = "; ".join(failures)[:300]
+    col.inputs.append(info)
+    return None
+
+
+def _merge_model(dst: BaseModel, src: BaseModel) -> None:
+    """Copy the fields ``src`` knows and ``dst`` does not (first file wins on a conflict)."""
+    for name in src.model_fields_set - {"source", "gpus"}:
+        if name not in dst.model_fields_set:
+            setattr(dst, name, getattr(src, name))
+
+
+def _merge_nvml(dst: NvmlFacts, src: NvmlFacts) -> None:
+    _merge_model(dst, src)
+    if "gpus" in src.model_fields_set:
+        by_index = {g.index: g for g in dst.gpus}
+        for g in src.gpus:
+            if g.index in by_index:
+                _merge_model(by_index[g.index], g)
+            else:
+                dst.gpus.append(g.model_copy(deep=True))
+        dst.gpus = sorted(dst.gpus, key=lambda g: g.index)
+
+
+def _merge_nccl(items: list[NcclLogFacts]) -> Optional[NcclLogFacts]:
+    if not items:
+        return None
+    out = items[0].model_copy(deep=True)
+    for n in items[1:]:
+        for name in ("version", "cuda_driver_version", "ib_device_found", "net", "nranks", "nvls_channels"):
+            if getattr(out, name) is None and getattr(n, name) is not None:
+                setattr(out, name, getattr(n, name))
+        out.init_complete = out.init_complete or n.init_complete
+        for name in ("transports", "gdr_disabled_hcas", "warnings"):
+            cur = getattr(out, name)
+            cur += [x for x in getattr(n, name) if x not in cur]
+        out.env_set = {**n.env_set, **out.env_set}
+        for host, trs in n.host_net_transports.items():
+            lst = out.host_net_transports.setdefault(host, [])
+            lst += [t for t in trs if t not in lst]
+    return out
+
+
+def _attach(snap: Snapshot, name: str, value: Any) -> bool:
+    """Put a section object from another parser (e.g. topology) into the Snapshot field that accepts its type."""
+    for fname, finfo in Snapshot.model_fields.items():
+        types = typing.get_args(finfo.annotation) or (finfo.annotation,)
+        if any(isinstance(t, type) and isinstance(value, t) for t in types):
+            setattr(snap, fname, value)
+            return True
+    return False
+
+
+def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]:
+    """Read, recognise and parse ``paths`` (files or folders) into one Snapshot.
+
+    Returns (snapshot, errors): snapshot is None when no input could be used; errors are one-line
+    messages naming each bad file (unknown format, binary, empty, too large, newer schema, ...).
+    """
+    t0 = time.perf_counter()
+    files, errors = expand_paths(paths)
+    col = Collected()
+    for path in files:
+        try:
+            text = read_text(path)
+        except InputError as exc:
+            errors.append(str(exc))
+            continue
+        err = _parse_file(path, text, col)
+        if err:
+            errors.append(err)
+    if not col.inputs:
+        return None, errors
+    from gpudoctor.parsers.signatures import merge_hits
+
+    snap = col.base.model_copy(deep=True) if col.base is not None else Snapshot(
+        gpudoctor_version=__version__,
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    snap.inputs = list(snap.inputs) + col.inputs
+    known = dict(snap.known_fields)
+    partial_env: list[str] = []
+    env_complete = False
+    for sec in TEXT_SECTIONS:
+        frags = [f for f in col.fragments if f.section == sec]
+        if not frags or (getattr(snap, sec) is not None and sec not in known):
+            continue  # nothing from text, or the saved report had it in full
+        cur = getattr(snap, sec)
+        sources = [] if cur is None else [cur.source]
+        for f in frags:
+            val = f.value.model_copy(deep=True)
+            label = f"{val.source}: {f.path}"
+            if label not in sources:
+                sources.append(label)
+            if cur is None:
+                cur = val
+            elif sec == "nvml":
+                _merge_nvml(cur, val)
+            elif sec == "env":
+                cur.variables = {**val.variables, **cur.variables}
+            else:
+                _merge_model(cur, val)
+            if sec == "env":
+                if f.complete:
+                    env_complete = True
+                else:
+                    partial_env += list(val.variables)
+        cur.source = "; ".join(sources)
+        if sec == "nvml":
+            if "gpus" in cur.model_fields_set:
+                cur.gpu_count = len(cur.gpus)
+                cur.available = cur.available or bool(cur.gpus)
+            gfields: set[str] = set()
+            for g in cur.gpus:
+                gfields |= g.model_fields_set
+            known["nvml.gpus"] = sorted(gfields)
+        setattr(snap, sec, cur)
+        if sec == "env":
+            if env_complete:
+                known.pop("env", None)
+            else:
+                known["env"] = sorted(set(partial_env))
+        else:
+            known[sec] = sorted(cur.model_fields_set - {"source"})
+    if (col.topo_texts or col.lspci_texts) and snap.topology is None:
+        from gpudoctor.facts.topology import topology_from_text
+
+        topo_text = col.topo_texts[0][1] if col.topo_texts else None
+        lspci_text = "\n".join(t for _, t in col.lspci_texts) or None
+        snap.topology = topology_from_text(topo_text, lspci_text)
+        snap.topology.source = "; ".join([f"nvidia-smi topo -m: {p}" for p, _ in col.topo_texts[:1]] +
+                                         [f"lspci -vvv: {p}" for p, _ in col.lspci_texts])
+    for name, value, path in col.extra_sections:
+        if not _attach(snap, name, value):
+            for inp in snap.inputs:
+                if inp.path == path:
+                    inp.note = f"{name} parsed, but this build has no Snapshot section for it"
+    logs = snap.logs.model_copy(deep=True) if snap.logs is not None else LogFacts(
+        source="logs and error text: " + ", ".join(i.path for i in col.inputs if "logs" in i.sections or i.kinds))
+    logs.lines_scanned += col.lines
+    logs.signatures = merge_hits(list(logs.signatures) + col.hits)
+    logs.xids += col.xids
+    logs.kernel_messages += [m for m in col.kernel if m not in logs.kernel_messages]
+    logs.nccl = _merge_nccl(([logs.nccl] if logs.nccl else []) + col.nccl)
+    logs.error_lines += [x for x in col.unexplained if x not in logs.error_lines]
+    logs.commands += col.commands
+    logs.peer_access.update(col.peer)
+    if col.lines or col.base is None:
+        snap.logs = logs
+    snap.known_fields = known
+    snap.duration_s = round(time.perf_counter() - t0, 3)
+    return snap, errors

@@ -1,0 +1,271 @@
+"""Derived topology views shared by the TOP rules, the reports and `gpudoctor check`.
+
+Pure functions over facts (no probing, no printing):
+- :func:`gpu_pairs`: every GPU pair with its relation (topo -m), NVML's common ancestor
+  and P2P status, the link class and the line-rate bandwidth of that class on this host;
+- :func:`build_link_classes`: the link-class table (meaning, GB/s per direction, basis,
+  source) from ``rules/topology.toml``;
+- :func:`allreduce_ms`: the ring all-reduce time of a message over a link;
+- :func:`topology_from_text`: TopologyFacts from pasted `nvidia-smi topo -m` and/or
+  `lspci -vvv` text (for offline checks of text dumps).
+
+Units: GB/s = 1e9 bytes/s per direction; ms.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from gpudoctor.facts.model import LinkClass, NvmlFacts, PcieDevice, TopologyFacts, TopoPair
+
+CLASS_ORDER = ["NV", "PIX", "PXB", "PHB", "NODE", "SYS"]
+
+
+def _tbl() -> dict:
+    from gpudoctor.rules import data  # lazy: gpudoctor.rules imports the TOP rules, which import this module
+
+    return data.load("topology")
+
+
+def pcie_gbs(gts: Optional[float], width: Optional[int]) -> Optional[float]:
+    """Line rate per direction (GB/s) of a PCIe link of ``gts`` GT/s per lane and ``width`` lanes.
+
+    Source: rules/topology.toml [pcie] (PCIe generation table, compat-research.md 7a).
+    """
+    from gpudoctor.parsers.lspci import speed_to_gen
+
+    gen = speed_to_gen(gts)
+    if gen is None or not width:
+        return None
+    per_lane = _tbl()["pcie"]["gbs_per_lane"].get(str(gen))
+    return round(per_lane * width, 2) if per_lane else None
+
+
+def link_class_of(rel: Optional[str]) -> Optional[str]:
+    """'NV12' -> 'NV', 'SOC' -> 'SYS' (see gpudoctor.parsers.topo.link_class)."""
+    from gpudoctor.parsers.topo import link_class
+
+    return link_class(rel)
+
+
+def gen_of(gts: Optional[float]) -> Optional[int]:
+    from gpudoctor.parsers.lspci import speed_to_gen
+
+    return speed_to_gen(gts)
+
+
+def nvlink_per_link_gbs(version: Optional[int], gpu_name: Optional[str]) -> tuple[float, str]:
+    """Per-link, per-direction NVLink bandwidth (GB/s) and how it was chosen (rules/topology.toml [nvlink])."""
+    t = _tbl()["nvlink"]
+    if gpu_name and any(n in gpu_name for n in t["ga102_names"]):
+        return t["ga102_per_link_gbs"], f"GA102 NVLink bridge ({gpu_name})"
+    if version is not None and str(version) in t["per_link_gbs"]:
+        return t["per_link_gbs"][str(version)], f"NVLink version {version}"
+    return t["default_per_link_gbs"], "NVLink version unknown: assumed 25 GB/s per link and direction"
+
+
+def expected_nvlinks(gpu_name: Optional[str]) -> Optional[tuple[int, str]]:
+    """(expected NVLink count, source) for a GPU model name, or None for models without an entry."""
+    if not gpu_name:
+        return None
+    for e in _tbl()["nvlink"]["expected"]:
+        if e["match"] in gpu_name and not (e.get("exclude") and e["exclude"] in gpu_name):
+            return int(e["links"]), e["source"]
+    return None
+
+
+def allreduce_ms(size_bytes: float, n: int, busbw_gbs: float) -> float:
+    """Ring all-reduce time in ms: S x 2(n-1)/n / busbw (nccl-tests doc/PERFORMANCE.md)."""
+    if n < 2 or busbw_gbs <= 0:
+        return 0.0
+    return size_bytes * 2.0 * (n - 1) / n / (busbw_gbs * 1e9) * 1e3
+
+
+def _gpu_pcie(topo: TopologyFacts) -> dict[str, PcieDevice]:
+    by = {d.bdf: d for d in topo.pcie}
+    return {p.label: by[p.bdf] for p in topo.paths if p.label.startswith("GPU") and p.bdf in by}
+
+
+def gpu_link_gbs(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> tuple[Optional[float], Optional[str]]:
+    """The slowest GPU's PCIe line rate at its maximum (GB/s per direction) and its 'GenN xW' basis.
+
+    Uses NVML's max generation/width when present, else sysfs max_link_speed/width.
+    """
+    best: list[tuple[float, str]] = []
+    gts = _tbl()["pcie"]["gts"]
+    if nvml and nvml.available:
+        for g in nvml.gpus:
+            if g.pcie_gen_max and g.pcie_width_max:
+                bw = pcie_gbs(gts.get(str(g.pcie_gen_max)), g.pcie_width_max)
+                if bw:
+                    best.append((bw, f"PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max}"))
+    if not best and topo:
+        for d in _gpu_pcie(topo).values():
+            bw = pcie_gbs(d.link_speed_max_gts, d.link_width_max)
+            if bw:
+                best.append((bw, f"PCIe Gen{gen_of(d.link_speed_max_gts)} x{d.link_width_max}"))
+    if not best:
+        return None, None
+    return min(best)
+
+
+def build_link_classes(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> list[LinkClass]:
+    """The link classes (NV, PIX, PXB, PHB, NODE, SYS) with this host's line-rate bandwidth per direction.
+
+    PCIe classes carry the GPUs' own PCIe line rate (the upper bound of any PCIe path; SYS
+    and NODE paths may be slower still). NV carries per-link bandwidth times the largest
+    NV# in the matrix when one is known.
+    """
+    t = _tbl()
+    pc, basis = gpu_link_gbs(topo, nvml)
+    version = next((x.version for x in (topo.nvlinks if topo else []) if x.version), None)
+    name = next((g.name for g in nvml.gpus), None) if nvml and nvml.available and nvml.gpus else None
+    per_link, nv_basis = nvlink_per_link_gbs(version, name)
+    nmax = 0
+    if topo and topo.matrix:
+        for row in topo.matrix.matrix:
+            for c in row or []:
+                if c and c.startswith("NV") and c[2:].isdigit():
+                    nmax = max(nmax, int(c[2:]))
+    out = []
+    for cls in CLASS_ORDER:
+        meaning = t["classes"][cls]
+        if cls == "NV":
+            bw = round(per_link * nmax, 2) if nmax else per_link
+            b = f"{nmax} links x {per_link:g} GB/s ({nv_basis})" if nmax else f"per link ({nv_basis})"
+            out.append(LinkClass(name="NV#", meaning=meaning, bandwidth_gbs=bw, basis=b, source=t["nvlink"]["source"]))
+        else:
+            out.append(LinkClass(name=cls, meaning=meaning, bandwidth_gbs=pc,
+                                 basis=(f"{basis} line rate (upper bound; P2P may be unavailable)" if pc else
+                                        "GPU PCIe link unknown"),
+                                 source=t["pcie"]["source"] + "; " + t["classes"]["source"]))
+    return out
+
+
+@dataclass
+class PairView:
+    """One GPU pair as every source sees it."""
+
+    a: int
+    b: int
+    relation: Optional[str] = None          # topo -m: NV12, PIX, ..., SYS
+    nvml_ancestor: Optional[str] = None     # NVML common ancestor: PIX ... SYS
+    p2p: dict = field(default_factory=dict)  # NVML P2P status per capability
+
+    @property
+    def link_class(self) -> Optional[str]:
+        from gpudoctor.parsers.topo import link_class
+
+        if self.relation:
+            return link_class(self.relation)
+        if self.p2p.get("nvlink") == "OK":
+            return "NV"
+        return self.nvml_ancestor if self.nvml_ancestor not in (None, "X") else None
+
+    @property
+    def p2p_ok(self) -> Optional[bool]:
+        """P2P possible (NVML read and write OK); None when NVML did not say."""
+        if not self.p2p:
+            return None
+        return self.p2p.get("read") == "OK" and self.p2p.get("write") == "OK"
+
+
+def gpu_pairs(topo: Optional[TopologyFacts]) -> list[PairView]:
+    """Every GPU pair from the topo matrix and/or NVML pairs (indices are GPU numbers)."""
+    out: dict[tuple[int, int], PairView] = {}
+    if topo is None:
+        return []
+    m = topo.matrix
+    if m:
+        gpus = m.gpus
+        for x, a in enumerate(gpus):
+            for b in gpus[x + 1:]:
+                ia, ib = int(a[3:]), int(b[3:])
+                out[(ia, ib)] = PairView(ia, ib, relation=m.rel(a, b))
+    for p in topo.nvml_pairs:
+        v = out.setdefault((p.a, p.b), PairView(p.a, p.b))
+        v.nvml_ancestor, v.p2p = p.common_ancestor, dict(p.p2p)
+    return [out[k] for k in sorted(out)]
+
+
+def finish(topo: TopologyFacts, nvml: Optional[NvmlFacts] = None) -> TopologyFacts:
+    """Fill the derived parts (link classes with this host's bandwidth, the GPU pairs) in place; returns ``topo``."""
+    topo.link_classes = build_link_classes(topo, nvml)
+    bw = {("NV" if c.name == "NV#" else c.name): c.bandwidth_gbs for c in topo.link_classes}
+    per_link = None
+    for c in topo.link_classes:
+        if c.name == "NV#":
+            per_link = nvlink_per_link_gbs(next((x.version for x in topo.nvlinks if x.version), None), None)[0]
+    pairs = []
+    for p in gpu_pairs(topo):
+        cls = p.link_class
+        b = bw.get(cls) if cls else None
+        if cls == "NV" and p.relation and p.relation[2:].isdigit() and per_link:
+            b = round(per_link * int(p.relation[2:]), 2)
+        pairs.append(TopoPair(a=p.a, b=p.b, relation=p.relation, link_class=cls, nvml_common_ancestor=p.nvml_ancestor,
+                              p2p=p.p2p, bandwidth_gbs=b))
+    topo.pairs = pairs
+    return topo
+
+
+def gpu_count(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> Optional[int]:
+    """Number of GPUs from NVML, else the topo matrix, else sysfs paths; None when nothing says."""
+    if nvml is not None and nvml.available:
+        return len(nvml.gpus)
+    if topo is not None and topo.matrix is not None:
+        return len(topo.matrix.gpus)
+    if topo is not None and topo.paths:
+        return sum(1 for p in topo.paths if p.label.startswith("GPU"))
+    if nvml is not None and topo is not None and topo.lspci_available is not None:
+        return 0  # probed this host: NVML sees no GPU, and no matrix or sysfs GPU says otherwise
+    return None
+
+
+def nvlink_components(topo: TopologyFacts, n: int) -> list[set[int]]:
+    """Groups of GPUs connected to each other through NVLink (NV# pairs, NVSwitch links, NVML P2P nvlink OK)."""
+    parent = list(range(n))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for p in gpu_pairs(topo):
+        if p.a < n and p.b < n and p.link_class == "NV":
+            parent[find(p.a)] = find(p.b)
+    switch = sorted({x.gpu for x in topo.nvlinks if x.active and x.remote_type == "switch" and x.gpu < n})
+    for g in switch[1:]:
+        parent[find(g)] = find(switch[0])
+    groups: dict[int, set[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), set()).add(i)
+    return list(groups.values())
+
+
+def topology_from_text(topo_text: Optional[str] = None, lspci_text: Optional[str] = None) -> TopologyFacts:
+    """TopologyFacts from pasted text (for `gpudoctor check` on text dumps).
+
+    Raises gpudoctor.parsers.topo.ParseError when a given text cannot be parsed.
+    """
+    from gpudoctor.parsers.lspci import parse_lspci
+    from gpudoctor.parsers.topo import parse_topo_matrix
+
+    facts = TopologyFacts(source="pasted text: " + ", ".join(
+        x for x, t in (("nvidia-smi topo -m", topo_text), ("lspci -vvv", lspci_text)) if t))
+    if topo_text is not None:
+        facts.matrix = parse_topo_matrix(topo_text)
+    if lspci_text is not None:
+        facts.lspci_available = True
+        for n, p in enumerate(parse_lspci(lspci_text)):
+            state = "unknown"
+            if p.acs_ctl is not None:
+                state = "enabled" if p.acs_redirect else "disabled"
+            elif p.caps_access_denied:
+                state = "needs_root"
+            facts.pcie.append(PcieDevice(
+                bdf=p.bdf or f"unnamed-{n + 1}", kind=p.kind if p.bdf else ("bridge" if p.is_bridge else "other"),
+                name=p.name, link_speed_gts=p.lnksta_speed_gts, link_speed_max_gts=p.lnkcap_speed_gts,
+                link_width=p.lnksta_width, link_width_max=p.lnkcap_width, downgraded=p.downgraded,
+                acs_ctl=p.acs_ctl, acs_cap=p.acs_cap, acs_state=state, driver=p.driver, source="lspci -vvv"))
+    return finish(facts)

@@ -1,0 +1,66 @@
+"""Small text helpers shared by the parsers (no I/O)."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]?)(i?B?)\s*$", re.IGNORECASE)
+_POW = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+NA = {"", "n/a", "[n/a]", "na", "none", "not supported", "[not supported]", "could not collect", "unknown",
+      "requested functionality has been deprecated", "[unknown error]", "err!", "[gpu is lost]"}
+
+
+def clean(text: str) -> str:
+    """Normalise line ends, drop ANSI escape codes (nvidia-smi topo underlines) and NULs."""
+    return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).replace("\x00", "")
+
+
+def na(value: Optional[str]) -> bool:
+    return value is None or value.strip().lower() in NA
+
+
+def to_int(value: Optional[str]) -> Optional[int]:
+    """'16x' -> 16, '5' -> 5, '0x1F' -> 31, 'N/A' -> None; the first integer in the string."""
+    if na(value):
+        return None
+    v = value.strip()
+    if re.match(r"^0x[0-9a-fA-F]+$", v):
+        return int(v, 16)
+    m = re.search(r"-?\d+", v)
+    return int(m.group()) if m else None
+
+
+def to_float(value: Optional[str]) -> Optional[float]:
+    """'700.00 W' -> 700.0; 'N/A' -> None."""
+    if na(value):
+        return None
+    m = re.search(r"-?\d+(?:\.\d+)?", value)
+    return float(m.group()) if m else None
+
+
+def to_bool(value: Optional[str]) -> Optional[bool]:
+    """Enabled/Disabled, Yes/No, On/Off, True/False, Active/Not Active -> bool; else None."""
+    if na(value):
+        return None
+    v = value.strip().lower()
+    if v in ("enabled", "yes", "on", "true", "active", "1"):
+        return True
+    if v in ("disabled", "no", "off", "false", "not active", "0"):
+        return False
+    return None
+
+
+def size_bytes(value: Optional[str], default_unit: str = "") -> Optional[int]:
+    """'143771MiB' / '143771 MiB' -> bytes (binary units); '128G' / '1.0M' (df -h) -> bytes (binary, as df -h).
+
+    ``default_unit`` ('K' for df 1K-blocks or ulimit kbytes) applies when the value has no unit.
+    Returns None for N/A or unreadable values.
+    """
+    if na(value):
+        return None
+    m = _SIZE.match(value.replace(",", ""))
+    if not m:
+        return None
+    num, unit = float(m.group(1)), (m.group(2) or default_unit).upper()
+    return int(num * 1024 ** _POW.get(unit, 0))

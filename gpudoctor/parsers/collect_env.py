@@ -1,0 +1,243 @@
+"""``python -m torch.utils.collect_env`` output (torch 1.x .. 2.x, and vLLM's sectioned variant) -> facts.
+
+Layouts handled: 'Key: value' (torch), 'Key      : value' (vLLM, padded), old 'Yes'/'No' values
+(torch 1.1), multi-line values ('GPU models and configuration:' followed by 'GPU n: ...' lines;
+'cuDNN version: Probably one of the following:' followed by paths), the lscpu block after 'CPU:', the
+'[pip3] name==version' library list and vLLM's 'Environment Variables' section. Partial pastes give
+what they hold. What each line means comes from torch/utils/collect_env.py: 'CUDA runtime version'
+is the local nvcc's version (not the runtime torch loads), and the GPU list and driver version come
+from ``nvidia-smi`` (so they are the driver's view, not torch's).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from gpudoctor.facts.model import CpuFacts, EnvFacts, GpuFacts, HostFacts, NvmlFacts, TorchFacts
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers._text import clean, na, to_bool
+from gpudoctor.probes.env import collect_env
+
+SOURCE = "collect_env"
+_KV = re.compile(r"^([A-Za-z][A-Za-z0-9 _()/.+-]{1,60}?)\s*:\s?(.*)$")
+_GPU = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*(?:\(UUID:.*\))?$")
+_PIP = re.compile(r"^\[(pip3?|conda)\]\s+(\S+?)(?:==|\s+)(\S+)")
+_DRIVER_OLD = re.compile(r"driver on your system is too old \(found version (\d+)\)")
+_WARN = re.compile(r"UserWarning:\s*(CUDA initialization:.*?)(?:\s*\(Triggered internally.*)?$")
+LSCPU_KEYS = {"architecture", "cpu(s)", "model name", "socket(s)", "core(s) per socket", "thread(s) per core",
+              "numa node(s)", "hypervisor vendor", "virtualization type", "on-line cpu(s) list"}
+MARKERS = ("PyTorch version", "Is debug build", "CUDA used to build PyTorch", "Is CUDA available",
+           "GPU models and configuration", "Nvidia driver version", "cuDNN version", "Versions of relevant libraries")
+
+
+@dataclass
+class CollectEnv:
+    """The facts of one collect_env output; a section is None when the text says nothing about it."""
+
+    keys: dict[str, str] = field(default_factory=dict)
+    torch: Optional[TorchFacts] = None
+    nvml: Optional[NvmlFacts] = None
+    host: Optional[HostFacts] = None
+    cpu: Optional[CpuFacts] = None
+    env: Optional[EnvFacts] = None
+    packages: dict[str, str] = field(default_factory=dict)
+
+
+def _norm(key: str) -> str:
+    return " ".join(key.split()).lower()
+
+
+def _ver(v: Optional[str]) -> Optional[str]:
+    return None if v is None or na(v) else v.strip()
+
+
+def parse_collect_env(text: str) -> CollectEnv:
+    """Parse collect_env output. Raises ParseError when none of its key lines is present."""
+    lines = clean(text).split("\n")
+    out = CollectEnv()
+    keys: dict[str, str] = {}
+    gpus: list[GpuFacts] = []
+    lscpu: dict[str, str] = {}
+    env_lines: dict[str, str] = {}
+    mode = None
+    warn = None
+    driver_cuda = None
+    for raw in lines:
+        line = raw.rstrip()
+        s = line.strip()
+        dm = _DRIVER_OLD.search(line)
+        if dm:
+            num = int(dm.group(1))
+            driver_cuda = f"{num // 1000}.{num % 1000 // 10}"
+        w = _WARN.search(line)
+        if w and warn is None:
+            warn = w.group(1)[:300]
+        if not s:
+            if mode in ("gpus",):
+                mode = None
+            continue
+        if set(s) <= {"="}:
+            continue
+        if mode == "env":
+            m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", s)
+            if m:
+                env_lines.setdefault(m.group(1), m.group(2))
+                continue
+        g = _GPU.match(s)
+        if g and mode in ("gpus", None, "cudnn"):
+            gpus.append(GpuFacts(index=int(g.group(1)), name=g.group(2)))
+            mode = "gpus"
+            continue
+        p = _PIP.match(s)
+        if p:
+            out.packages.setdefault(p.group(2).lower(), p.group(3))
+            continue
+        if s.lower().startswith("environment variables"):
+            mode = "env"
+            continue
+        if s.startswith("/") and mode == "cudnn":
+            continue
+        kv = _KV.match(s)
+        if not kv:
+            continue
+        key, value = _norm(kv.group(1)), kv.group(2).strip()
+        if key in LSCPU_KEYS:  # the lscpu block (after 'CPU:' or vLLM's 'CPU Info')
+            lscpu.setdefault(key, value)
+            continue
+        mode = None
+        keys.setdefault(key, value)
+        if key == "gpu models and configuration":
+            mode = "gpus"
+            g = _GPU.match(value)
+            if g:
+                gpus.append(GpuFacts(index=int(g.group(1)), name=g.group(2)))
+        elif key == "cudnn version":
+            mode = "cudnn"
+    if not any(_norm(m) in keys for m in MARKERS):
+        raise ParseError("no collect_env key line (PyTorch version, CUDA used to build PyTorch, ...)")
+    out.keys = keys
+    out.torch = _torch(keys, out.packages, warn)
+    out.nvml = _nvml(keys, gpus, driver_cuda)
+    out.host = _host(keys, lscpu)
+    out.cpu = _cpu(lscpu)
+    if env_lines:
+        out.env = EnvFacts(source=SOURCE + " (Environment Variables)", variables=collect_env(env_lines))
+    return out
+
+
+def _torch(keys: dict[str, str], packages: dict[str, str], warn: Optional[str]) -> Optional[TorchFacts]:
+    v = keys.get("pytorch version")
+    if v is None:
+        return None
+    t = TorchFacts(source=SOURCE, interpreter="(the interpreter collect_env ran in)")
+    t.installed = not na(v)
+    if t.installed:
+        t.version = v.strip()
+    py = keys.get("python version")
+    if py and not na(py):
+        t.interpreter_version = py.split()[0]
+    if "cuda used to build pytorch" in keys:
+        c = keys["cuda used to build pytorch"]
+        if c.strip().lower() in ("none", "n/a"):
+            t.cuda = None
+        elif not na(c):
+            t.cuda = c.strip()
+    if "rocm used to build pytorch" in keys:
+        r = keys["rocm used to build pytorch"]
+        t.hip = None if r.strip().lower() in ("n/a", "none") else _ver(r)
+    if "is cuda available" in keys:
+        b = to_bool(keys["is cuda available"])
+        if b is not None:
+            t.cuda_available = b
+    nv = keys.get("cuda runtime version")  # collect_env runs `nvcc --version` for this line
+    if nv and not na(nv):
+        t.nvcc_version = nv.strip()
+    if warn:
+        t.cuda_error = warn
+    for name in ("torchvision", "torchaudio"):
+        if name in packages:
+            setattr(t, f"{name}_version", packages[name])
+    return t
+
+
+def _nvml(keys: dict[str, str], gpus: list[GpuFacts], driver_cuda: Optional[str]) -> Optional[NvmlFacts]:
+    drv = keys.get("nvidia driver version")
+    if not gpus and (drv is None or na(drv)) and not driver_cuda:
+        return None
+    nv = NvmlFacts(source=SOURCE + " (nvidia-smi -L and driver version)")
+    if drv and not na(drv):
+        nv.driver_version = drv.strip()
+    if driver_cuda:
+        nv.cuda_driver_version = driver_cuda
+    seen = set()
+    uniq = []
+    for g in gpus:
+        if g.index not in seen:
+            seen.add(g.index)
+            uniq.append(g)
+    if uniq:
+        nv.gpus = uniq
+        nv.available = True
+        nv.gpu_count = len(uniq)
+    elif nv.driver_version or driver_cuda:  # the driver answered (nvidia-smi, or CUDA init's version check)
+        nv.available = True
+    return nv
+
+
+def _host(keys: dict[str, str], lscpu: dict[str, str]) -> Optional[HostFacts]:
+    h = HostFacts(source=SOURCE)
+    found = False
+    os_ = keys.get("os")
+    if os_ and not na(os_):
+        h.os_name = re.sub(r"\s*\((x86_64|aarch64|ppc64le|arm64)\)\s*$", "", os_.strip())
+        found = True
+    plat = keys.get("python platform")
+    if plat:
+        m = re.match(r"^Linux-(.+?)-(x86_64|aarch64|ppc64le)(?:-with-.*)?$", plat.strip())
+        if m:
+            h.kernel, h.arch = m.group(1), m.group(2)
+            found = True
+    hv = lscpu.get("hypervisor vendor")
+    if hv:
+        h.virtualization = hv
+        found = True
+    return h if found else None
+
+
+def _cpu(lscpu: dict[str, str]) -> Optional[CpuFacts]:
+    if not lscpu:
+        return None
+    c = CpuFacts(source=SOURCE + " (lscpu)")
+
+    def num(key: str) -> Optional[int]:
+        v = lscpu.get(key)
+        return int(v) if v and v.strip().isdigit() else None
+
+    if lscpu.get("model name"):
+        c.model = lscpu["model name"]
+    for field_, key in (("logical_cores", "cpu(s)"), ("sockets", "socket(s)"), ("numa_nodes", "numa node(s)")):
+        v = num(key)
+        if v is not None:
+            setattr(c, field_, v)
+    cps, s = num("core(s) per socket"), num("socket(s)")
+    if cps and s:
+        c.physical_cores = cps * s
+    return c
+
+
+def parse_lscpu(text: str) -> CpuFacts:
+    """Parse plain ``lscpu`` output (the block collect_env embeds) -> CpuFacts (model, sockets, cores, NUMA nodes).
+
+    Raises ParseError without the 'CPU(s):' or 'Model name:' line.
+    """
+    keys: dict[str, str] = {}
+    for line in clean(text).split("\n"):
+        kv = _KV.match(line.strip())
+        if kv:
+            keys.setdefault(_norm(kv.group(1)), kv.group(2).strip())
+    cpu = _cpu({k: v for k, v in keys.items() if k in LSCPU_KEYS})
+    if cpu is None or ("cpu(s)" not in keys and "model name" not in keys):
+        raise ParseError("no lscpu 'CPU(s):' / 'Model name:' line")
+    cpu.source = "lscpu"
+    return cpu

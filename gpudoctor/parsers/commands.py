@@ -1,0 +1,54 @@
+"""Shell command lines in pastes (``$ docker run ...``) -> the commands, secrets redacted.
+
+Only container launches and launchers are kept (docker/podman/nvidia-docker/singularity/apptainer/
+enroot/srun/mpirun/torchrun/kubectl); their flags (``--gpus``, ``--ipc``, ``--shm-size``,
+``--ulimit memlock``) are facts the LOG rules read.
+"""
+from __future__ import annotations
+
+import re
+
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers._text import clean
+from gpudoctor.probes.env import redact
+
+_CMD = re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?((?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun|"
+                  r"mpirun|torchrun|kubectl)\b.*)$")
+_ASSIGN = re.compile(r"(\b[A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|\S+)")
+
+
+def _redact(cmd: str) -> str:
+    return _ASSIGN.sub(lambda m: f"{m.group(1)}={redact(m.group(1), m.group(2).strip(chr(34) + chr(39)))}", cmd)
+
+
+def parse_commands(text: str) -> list[str]:
+    """Container / launcher command lines (continuations with a trailing backslash joined), redacted.
+
+    Raises ParseError when there is none.
+    """
+    out = []
+    buf = ""
+    for line in clean(text).split("\n"):
+        if buf:
+            buf += " " + line.strip().rstrip("\\").strip()
+            if not line.rstrip().endswith("\\"):
+                out.append(buf)
+                buf = ""
+            continue
+        m = _CMD.match(line)
+        if m:
+            if line.rstrip().endswith("\\"):
+                buf = m.group(1).rstrip().rstrip("\\").strip()
+            else:
+                out.append(m.group(1).strip())
+    if buf:
+        out.append(buf)
+    if not out:
+        raise ParseError("no container or launcher command line")
+    return [_redact(c)[:2000] for c in out]
+
+
+def docker_gpu_request(cmd: str) -> bool:
+    """True when a docker/podman run command requests GPUs (--gpus, --runtime nvidia, CDI nvidia.com/gpu)."""
+    return bool(re.search(r"--gpus\b|--runtime[= ]nvidia|nvidia\.com/gpu|NVIDIA_VISIBLE_DEVICES=(?!void|none)", cmd)) \
+        or cmd.startswith("nvidia-docker")

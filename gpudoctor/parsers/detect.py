@@ -1,0 +1,81 @@
+"""Recognise what a saved text is, by its content (never by its file name).
+
+:func:`detect` returns every format found in the text, most specific first; one paste can hold
+several (vLLM's collect_env embeds a topology matrix; a terminal capture holds ``df`` output and a
+traceback). Error/log text is recognised by error-looking lines; the signature catalogue runs on
+every text regardless.
+"""
+from __future__ import annotations
+
+import re
+
+from gpudoctor.parsers.signatures import ERRORISH
+
+JSON = "gpudoctor-json"
+SMI_XML = "nvidia-smi -q -x"
+SMI_Q = "nvidia-smi -q"
+SMI = "nvidia-smi"
+TOPO = "nvidia-smi topo -m"
+NVLINK = "nvidia-smi nvlink -s"
+SMI_L = "nvidia-smi -L"
+LSCPU = "lscpu"
+P2P = "peer-access check"
+COLLECT_ENV = "collect_env"
+LSPCI = "lspci"
+DF = "df"
+ULIMIT = "ulimit -a"
+DMESG = "kernel log"
+NCCL = "NCCL log"
+ENV = "env dump"
+COMMAND = "command line"
+ERRORS = "error text"
+
+_RULES: list[tuple[str, re.Pattern]] = [
+    (SMI_XML, re.compile(r"<nvidia_smi_log\b")),
+    (SMI_Q, re.compile(r"=+NVSMI LOG=+|^\s*(?:Attached GPUs|Product Name|Remapped Rows|Clocks (?:Throttle|Event) Reasons"
+                       r"|FB Memory Usage|Performance State|Persistence Mode|Retired Pages|ECC Errors)\s*(?:\s:|$)", re.M)),
+    (SMI, re.compile(r"NVIDIA-SMI\s+\d+\.\d+|^\|\s+\d+\s+.+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
+                     r"|NVIDIA-SMI has failed because", re.M)),
+    (TOPO, re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+|\S+_\d+))*\s+CPU Affinity|^GPU0\s+X\s", re.M)),
+    (NVLINK, re.compile(r"^GPU \d+: [^\n]*\n\s*Link \d+:", re.M)),
+    (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
+    (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),
+    (COLLECT_ENV, re.compile(r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
+                             r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*:", re.M)),
+    (LSCPU, re.compile(r"^Architecture:[ \t]+\S+[ \t]*\n(?:[^\n]*\n){0,8}?(?:CPU\(s\)|Model name):", re.M)),
+    (LSPCI, re.compile(r"^\s*(?:LnkCap|LnkSta|ACSCtl|ACSCap):|^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] "
+                       r"(?:PCI bridge|3D controller|VGA compatible controller|Ethernet controller|Infiniband controller"
+                       r"|Host bridge|Bridge):", re.M)),
+    (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
+    (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
+    (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
+    (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
+    (COMMAND, re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun"
+                         r"|mpirun|torchrun|kubectl)\s+\S", re.M)),
+]
+_ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def looks_like_env(text: str) -> bool:
+    """True when most non-empty lines are NAME=value (an `env` / `export -p` dump)."""
+    lines = [x for x in text.split("\n") if x.strip()]
+    if not lines:
+        return False
+    n = sum(bool(_ENV_LINE.match(x.strip())) for x in lines)
+    return n >= 1 and n / len(lines) >= 0.6
+
+
+def detect(text: str) -> list[str]:
+    """The formats found in ``text`` (see the module constants), in a stable order; [] when none."""
+    if text.lstrip().startswith("{"):  # a gpudoctor report or snapshot is a JSON object
+        return [JSON]
+    kinds = [kind for kind, rx in _RULES if rx.search(text)]
+    if SMI_XML in kinds:
+        return [SMI_XML]
+    if COLLECT_ENV in kinds and LSCPU in kinds:  # collect_env embeds lscpu; its parser reads that block
+        kinds.remove(LSCPU)
+    if looks_like_env(text):
+        kinds.append(ENV)
+    if ERRORISH.search(text):
+        kinds.append(ERRORS)
+    return kinds

@@ -1,0 +1,72 @@
+"""Kernel log text (``dmesg``, ``journalctl -k``, syslog) -> NVRM messages and XID events.
+
+The NVIDIA driver prints long messages over several lines, each continuation again prefixed with
+``NVRM:`` (and, in dmesg, indented under the timestamp). :func:`join_nvrm` joins them so that a
+message such as "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has
+fallen off the bus" is one line. XID lines: ``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has
+fallen off the bus.`` (source: NVIDIA XID errors guide, https://docs.nvidia.com/deploy/xid-errors/index.html).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from gpudoctor.facts.model import XidEvent
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers._text import clean
+
+_PREFIX = re.compile(r"^\s*(?:\[\s*[\d.]+\]\s*|<\d+>\s*|\w{3}\s+\d+\s+[\d:]+\s+\S+\s+kernel:\s*(?:\[\s*[\d.]+\]\s*)?)?")
+_NVRM = re.compile(r"NVRM:\s*(.*)$")
+_XID = re.compile(r"NVRM:\s*Xid\s*\(\s*(?:PCI:)?([0-9A-Fa-f:.]+)\s*\)\s*:\s*(\d+)\b(.*)$")
+_BDF = re.compile(r"\b((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b")
+
+
+@dataclass
+class KernelLog:
+    messages: list[str] = field(default_factory=list)  # NVRM messages, continuations joined
+    xids: list[XidEvent] = field(default_factory=list)
+    joined_text: str = ""  # the whole text with NVRM continuations joined (for signature matching)
+
+
+def join_nvrm(text: str) -> str:
+    """Join NVRM continuation lines (a line that is only an indented ``NVRM: ...`` after another NVRM line)."""
+    out: list[str] = []
+    prev_nvrm = False
+    for line in clean(text).split("\n"):
+        stripped = line.strip()
+        is_cont = (prev_nvrm and line[:1].isspace() and stripped and not stripped.startswith("[")
+                   and not _XID.search(stripped))
+        if is_cont and out:
+            rest = stripped[len("NVRM:"):].strip() if stripped.startswith("NVRM:") else stripped
+            out[-1] = out[-1].rstrip() + " " + rest
+            continue
+        out.append(line)
+        prev_nvrm = "NVRM:" in line
+    return "\n".join(out)
+
+
+def parse_kernel_log(text: str) -> KernelLog:
+    """Parse kernel log lines: NVRM messages (joined) and XID events (code, PCI address).
+
+    Raises ParseError when the text has no NVRM line and no XID line.
+    """
+    joined = join_nvrm(text)
+    log = KernelLog(joined_text=joined)
+    for line in joined.split("\n"):
+        x = _XID.search(line)
+        if x:
+            bus = x.group(1).rstrip(":")
+            log.xids.append(XidEvent(xid=int(x.group(2)), pci_bus_id=bus, line=line.strip()[:300]))
+        m = _NVRM.search(line)
+        if m:
+            log.messages.append(("NVRM: " + m.group(1).strip())[:400])
+    if not log.messages and not log.xids:
+        raise ParseError("no NVRM or Xid line")
+    return log
+
+
+def first_bdf(message: str) -> Optional[str]:
+    """The first PCI address in a kernel message, e.g. '0000:b3:00.0'."""
+    m = _BDF.search(message)
+    return m.group(1) if m else None

@@ -1,0 +1,535 @@
+"""``nvidia-smi`` outputs -> NvmlFacts: the default table, ``-q`` (text), ``-q -x`` (XML) and ``nvlink -s``.
+
+Every function returns an :class:`~gpudoctor.facts.model.NvmlFacts` whose fields (and whose GPUs'
+fields) are set only where the text gave them, so that ``model_fields_set`` tells which facts are
+known. Units follow the model: MiB values become bytes, W stay W, °C stay °C.
+
+Formats handled (sources: the nvidia-smi man page https://docs.nvidia.com/deploy/nvidia-smi/index.html
+and real outputs in tests/fixtures):
+- the table of driver 418 .. 580 (one, two or three lines per GPU, process table old and new);
+- ``-q`` text with ``Clocks Throttle Reasons`` (old) or ``Clocks Event Reasons`` (new), ECC in the
+  old ``Double Bit`` and the new ``DRAM/SRAM Uncorrectable`` layout, old absolute temperature
+  thresholds (``GPU Slowdown Temp``) and new relative ``T.Limit`` ones (not used: they are margins);
+- section-level excerpts without banner or GPU header (one GPU of unknown index is assumed: 0);
+- the XML of ``-q -x`` (no entity expansion: a document declaring entities is refused).
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Optional
+
+from gpudoctor.facts.model import GpuFacts, GpuProcess, NvLinkState, NvmlFacts
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers._text import clean, na, size_bytes, to_bool, to_float, to_int
+from gpudoctor.probes.nvml_worker import CLOCK_EVENT_REASONS
+
+MIB = 1024 * 1024
+SOURCE_TABLE = "nvidia-smi (table)"
+SOURCE_Q = "nvidia-smi -q"
+SOURCE_XML = "nvidia-smi -q -x"
+SOURCE_NVLINK = "nvidia-smi nvlink -s"
+
+# nvidia-smi's labels of clock event (throttle) reasons -> NVML names (nvmlClocksEventReasons bits).
+REASON_LABELS = {
+    "idle": "GpuIdle", "gpu idle": "GpuIdle", "applications clocks setting": "ApplicationsClocksSetting",
+    "sw power cap": "SwPowerCap", "hw slowdown": "HwSlowdown", "sync boost": "SyncBoost",
+    "sw thermal slowdown": "SwThermalSlowdown", "hw thermal slowdown": "HwThermalSlowdown",
+    "hw power brake slowdown": "HwPowerBrakeSlowdown", "display clock setting": "DisplayClockSetting",
+}
+REASON_BITS = {name: bit for bit, name in CLOCK_EVENT_REASONS}
+COMPUTE_MODES = {"default": "Default", "e. process": "Exclusive_Process", "exclusive_process": "Exclusive_Process",
+                 "e. thread": "Exclusive_Thread", "exclusive_thread": "Exclusive_Thread", "prohibited": "Prohibited"}
+NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver[^\n]*"
+                       r"|No devices were found|Failed to initialize NVML[^\n]*|NVML library version mismatch|"
+                       r"Driver/library version mismatch", re.IGNORECASE)
+
+
+def _compute_mode(v: Optional[str]) -> Optional[str]:
+    return None if na(v) else COMPUTE_MODES.get(v.strip().lower(), v.strip())
+
+
+def _pstate(v: Optional[str]) -> Optional[int]:
+    m = re.match(r"^\s*P(\d+)", v or "")
+    return int(m.group(1)) if m else None
+
+
+def _finish(nv: NvmlFacts) -> NvmlFacts:
+    if nv.gpus:
+        nv.available = True
+        nv.gpu_count = len(nv.gpus)
+    return nv
+
+
+# --------------------------------------------------------------------------------------------- table
+_HDR = re.compile(r"NVIDIA-SMI\s+([\d.]+)?.*?Driver Version:\s*([\d.]+)(?:.*?CUDA Version:\s*([\d.]+|N/A))?")
+_ROW1 = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])"
+                   r"\s+(\S+)\s*\|\s*(\S+)?\s*\|")
+_ROW2 = re.compile(r"^\|\s*(\S+)\s+(\S+?)C?\s+(P\d+|N/A)\s+(?:\S+\s+)?(\S+?)W?\s*/\s*(\S+?)W?\s*\|"
+                   r"\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\S+?)%?\s+(\S+(?:\s\S+)?)\s*\|")
+_ROW3 = re.compile(r"^\|\s+\|\s+\|\s+(Enabled|Disabled|N/A)\s*\|")
+_PROC = re.compile(r"^\|\s+(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(C\+G|C|G)\s+(.*?)\s+(\d+|N/A)(?:MiB)?\s*\|")
+
+
+def parse_table(text: str) -> NvmlFacts:
+    """Parse the default ``nvidia-smi`` table.
+
+    Gives per GPU: name, bus id, persistence mode, volatile uncorrected ECC count, temperature (°C),
+    performance state, power draw and enforced limit (W), memory used/total (bytes), utilisation (%),
+    compute mode, MIG mode (three-line layout) and the processes (when the process table is present).
+    Raises ParseError when the text holds no nvidia-smi header or GPU row.
+    """
+    t = clean(text)
+    nv = NvmlFacts(source=SOURCE_TABLE)
+    m = NO_DRIVER.search(t)
+    if m and "|" not in t:
+        nv.available = False
+        nv.error = m.group(0).strip()
+        nv.gpu_count = 0
+        return nv
+    h = _HDR.search(t)
+    if h:
+        nv.driver_version = h.group(2)
+        if h.group(3) and not na(h.group(3)):
+            nv.cuda_driver_version = h.group(3)
+    gpus: list[GpuFacts] = []
+    lines = t.split("\n")
+    proc_section = False
+    procs_seen = False
+    for i, line in enumerate(lines):
+        if re.match(r"^\|\s*Processes:", line):
+            proc_section = True
+            continue
+        if proc_section:
+            if "No running processes found" in line:
+                procs_seen = True
+                continue
+            pm = _PROC.match(line)
+            if pm:
+                procs_seen = True
+                idx = int(pm.group(1))
+                g = next((x for x in gpus if x.index == idx), None)
+                if g is not None:
+                    mem = pm.group(7)
+                    g.processes.append(GpuProcess(pid=int(pm.group(4)), name=pm.group(6).strip() or None,
+                                                  used_memory_bytes=None if mem == "N/A" else int(mem) * MIB,
+                                                  kind="graphics" if pm.group(5) == "G" else "compute"))
+            continue
+        r1 = _ROW1.match(line)
+        if not r1:
+            continue
+        g = GpuFacts(index=int(r1.group(1)))
+        g.name = r1.group(2).strip()
+        g.persistence_mode = to_bool(r1.group(3))
+        g.pci_bus_id = r1.group(4)
+        ecc = r1.group(6)
+        if ecc is not None and not na(ecc) and re.match(r"^\d+$", ecc):
+            g.ecc_uncorrected_volatile = int(ecc)
+        if i + 1 < len(lines):
+            r2 = _ROW2.match(lines[i + 1])
+            if r2:
+                temp = to_int(r2.group(2))
+                if temp is not None:
+                    g.temperature_c = temp
+                ps = _pstate(r2.group(3))
+                if ps is not None:
+                    g.pstate = ps
+                draw, cap = to_float(r2.group(4)), to_float(r2.group(5))
+                if draw is not None:
+                    g.power_draw_w = draw
+                if cap is not None:
+                    g.power_limit_w = cap
+                g.memory_used_bytes = int(r2.group(6)) * MIB
+                g.memory_total_bytes = int(r2.group(7)) * MIB
+                util = to_int(r2.group(8))
+                if util is not None:
+                    g.utilization_gpu_pct = util
+                cm = _compute_mode(r2.group(9))
+                if cm:
+                    g.compute_mode = cm
+        if i + 2 < len(lines):
+            r3 = _ROW3.match(lines[i + 2])
+            if r3 and not na(r3.group(1)):
+                g.mig_mode_current = to_bool(r3.group(1))
+        gpus.append(g)
+    if not gpus and not h:
+        raise ParseError("no nvidia-smi header or GPU row found")
+    if procs_seen:
+        for g in gpus:
+            g.processes = list(g.processes)  # mark 'processes' as known (an empty list = none running)
+    nv.gpus = gpus
+    return _finish(nv)
+
+
+# ------------------------------------------------------------------------------------ -q (text)
+_KV = re.compile(r"^(\s*)(\S.*?)\s+:(?:\s+(.*?))?\s*$")
+_HEADER = re.compile(r"^(\s*)(\S.*?)\s*$")
+_GPU_HDR = re.compile(r"^\s*GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+
+
+def _q_blocks(text: str) -> tuple[dict[str, str], list[tuple[Optional[str], dict[str, str]]]]:
+    """Split ``-q`` text into top-level key/values and per-GPU {path: value} (path = 'Section/Sub/Key')."""
+    top: dict[str, str] = {}
+    gpus: list[tuple[Optional[str], dict[str, str]]] = []
+    cur: Optional[dict[str, str]] = None
+    stack: list[tuple[int, str]] = []
+    gpu_indent = -1
+    for raw in clean(text).split("\n"):
+        line = raw.expandtabs(4)
+        if not line.strip() or line.strip().startswith(("====", "nvidia-smi")):
+            continue
+        g = _GPU_HDR.match(line)
+        if g:
+            cur = {}
+            gpus.append((g.group(1), cur))
+            stack = []
+            gpu_indent = len(line) - len(line.lstrip())
+            continue
+        kv = _KV.match(line)
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if kv:
+            key = kv.group(2).strip()
+            value = (kv.group(3) or "").strip()
+            path = "/".join([s for _, s in stack] + [key]).lower()
+            if cur is None and indent <= 0 and not stack:
+                top[key.lower()] = value
+                continue
+            if cur is None:  # a section-level excerpt without the GPU header
+                cur = {}
+                gpus.append((None, cur))
+            if path.startswith("processes/"):  # repeated per process: keep them all, in order
+                cur[path] = cur[path] + "\x1f" + value if path in cur else value
+            else:
+                cur.setdefault(path, value)
+            if not value:  # 'MIG Mode' followed by indented keys: a section written as 'Key :'
+                stack.append((indent, key))
+        else:
+            h = _HEADER.match(line)
+            if h and indent > gpu_indent or (h and cur is None):
+                if cur is None and indent > 0:
+                    cur = {}
+                    gpus.append((None, cur))
+                stack.append((indent, h.group(2)))
+                if cur is not None:
+                    cur.setdefault("/".join(n for _, n in stack).lower(), "")
+    return top, gpus
+
+
+def _get(d: dict[str, str], *paths: str) -> Optional[str]:
+    for p in paths:
+        v = d.get(p.lower())
+        if v is not None:
+            return v
+    return None
+
+
+def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
+    """Set the GpuFacts fields that ``d`` (path -> value, from -q text or XML) gives."""
+
+    def put(field: str, value) -> None:
+        if value is not None:
+            setattr(g, field, value)
+
+    v = _get(d, "product name")
+    put("name", None if na(v) else v)
+    v = _get(d, "gpu uuid")
+    put("uuid", None if na(v) else v)
+    put("persistence_mode", to_bool(_get(d, "persistence mode")))
+    put("mig_mode_current", to_bool(_get(d, "mig mode/current")))
+    put("mig_mode_pending", to_bool(_get(d, "mig mode/pending")))
+    v = _get(d, "pci/bus id")
+    put("pci_bus_id", None if na(v) else v)
+    put("pcie_gen_max", to_int(_get(d, "pci/gpu link info/pcie generation/max")))
+    put("pcie_gen_current", to_int(_get(d, "pci/gpu link info/pcie generation/current")))
+    put("pcie_gen_gpu_max", to_int(_get(d, "pci/gpu link info/pcie generation/device max")))
+    put("pcie_width_max", to_int(_get(d, "pci/gpu link info/link width/max")))
+    put("pcie_width_current", to_int(_get(d, "pci/gpu link info/link width/current")))
+    put("pcie_replay_counter", to_int(_get(d, "pci/replays since reset", "pci/replays since reset ")))
+    put("pstate", _pstate(_get(d, "performance state")))
+    reasons = {}
+    for sec in ("clocks event reasons", "clocks throttle reasons", "clocks_throttle_reasons"):
+        for path, value in d.items():
+            if path.startswith(sec + "/"):
+                label = path.split("/")[-1]
+                name = REASON_LABELS.get(label)
+                active = to_bool(value)
+                if name and active is not None:
+                    reasons[name] = active
+    if reasons:
+        g.clock_event_reasons = sorted(n for n, a in reasons.items() if a)
+        g.clock_event_reasons_mask = sum(REASON_BITS[n] for n, a in reasons.items() if a)
+    put("memory_total_bytes", size_bytes(_get(d, "fb memory usage/total")))
+    put("memory_used_bytes", size_bytes(_get(d, "fb memory usage/used")))
+    put("compute_mode", _compute_mode(_get(d, "compute mode")))
+    put("utilization_gpu_pct", to_int(_get(d, "utilization/gpu")))
+    put("ecc_mode_current", to_bool(_get(d, "ecc mode/current")))
+    for scope, field in (("volatile", "ecc_uncorrected_volatile"), ("aggregate", "ecc_uncorrected_aggregate")):
+        total, seen = 0, False
+        for key in ("dram uncorrectable", "sram uncorrectable", "sram uncorrectable parity", "sram uncorrectable sec-ded",
+                    "double bit/total", "double bit ecc/total"):
+            n = to_int(_get(d, f"ecc errors/{scope}/{key}"))
+            if n is not None:
+                total, seen = total + n, True
+        if seen:
+            setattr(g, field, total)
+    put("remapped_rows_correctable", to_int(_get(d, "remapped rows/correctable error")))
+    put("remapped_rows_uncorrectable", to_int(_get(d, "remapped rows/uncorrectable error")))
+    put("remapped_rows_pending", to_bool(_get(d, "remapped rows/pending")))
+    put("remapped_rows_failure", to_bool(_get(d, "remapped rows/remapping failure occurred")))
+    put("temperature_c", to_int(_get(d, "temperature/gpu current temp")))
+    put("temperature_slowdown_c", to_int(_get(d, "temperature/gpu slowdown temp")))
+    put("temperature_shutdown_c", to_int(_get(d, "temperature/gpu shutdown temp")))
+    put("power_draw_w", to_float(_get(d, "gpu power readings/power draw", "gpu power readings/average power draw",
+                                      "power readings/power draw", "power readings/average power draw")))
+    put("power_limit_w", to_float(_get(d, "gpu power readings/current power limit", "power readings/enforced power limit",
+                                       "power readings/current power limit")))
+    put("power_default_limit_w", to_float(_get(d, "gpu power readings/default power limit",
+                                               "power readings/default power limit")))
+
+
+def _fabric(d: dict[str, str]) -> Optional[str]:
+    v = _get(d, "fabric/state")
+    return None if na(v) else v
+
+
+def parse_query(text: str) -> NvmlFacts:
+    """Parse ``nvidia-smi -q`` text (whole, ``-d`` selections, or a section-level excerpt).
+
+    GPU indices follow the order of the GPU blocks (nvidia-smi lists GPUs in index order); an
+    excerpt without a GPU header is taken as one GPU of index 0. Raises ParseError when no
+    ``Key : value`` line of nvidia-smi's layout is present.
+    """
+    top, blocks = _q_blocks(text)
+    if not top and not any(d for _, d in blocks):
+        raise ParseError("no 'Key : value' lines of nvidia-smi -q")
+    nv = NvmlFacts(source=SOURCE_Q)
+    v = top.get("driver version")
+    if v and not na(v):
+        nv.driver_version = v
+    v = top.get("cuda version")
+    if v and not na(v):
+        nv.cuda_driver_version = v
+    gpus = []
+    fabric = {}
+    for i, (bus, d) in enumerate(blocks):
+        g = GpuFacts(index=i)
+        if bus:
+            g.pci_bus_id = bus
+        _fill_gpu(g, d)
+        procs = _q_processes(d)
+        if procs is not None:
+            g.processes = procs
+        f = _fabric(d)
+        if f:
+            fabric[i] = f
+        gpus.append(g)
+    if fabric:
+        nv.fabric_states = fabric
+    nv.gpus = gpus
+    return _finish(nv)
+
+
+def _q_processes(d: dict[str, str]) -> Optional[list[GpuProcess]]:
+    """The processes of one GPU block; None when the block has no Processes section (not known)."""
+    if "processes" not in d and not any(p.startswith("processes/") for p in d):
+        return None
+    pids = [to_int(x) for x in d.get("processes/process id", "").split("\x1f")]
+    types = d.get("processes/type", "").split("\x1f")
+    names = d.get("processes/name", "").split("\x1f")
+    mems = d.get("processes/used gpu memory", "").split("\x1f")
+    out = []
+    for i, pid in enumerate(pids):
+        if pid is None:
+            continue
+        typ = types[i].strip() if i < len(types) else "C"
+        out.append(GpuProcess(pid=pid, name=(names[i].strip() or None) if i < len(names) else None,
+                              used_memory_bytes=size_bytes(mems[i]) if i < len(mems) else None,
+                              kind="graphics" if typ == "G" else "compute"))
+    return out
+
+
+# ------------------------------------------------------------------------------------ -q -x (XML)
+XML_MAP = {  # XML element path (below <gpu>) -> the -q text path _fill_gpu reads
+    "product_name": "product name", "uuid": "gpu uuid", "persistence_mode": "persistence mode",
+    "mig_mode/current_mig": "mig mode/current", "mig_mode/pending_mig": "mig mode/pending",
+    "pci/pci_bus_id": "pci/bus id",
+    "pci/pci_gpu_link_info/pcie_gen/max_link_gen": "pci/gpu link info/pcie generation/max",
+    "pci/pci_gpu_link_info/pcie_gen/current_link_gen": "pci/gpu link info/pcie generation/current",
+    "pci/pci_gpu_link_info/pcie_gen/max_device_link_gen": "pci/gpu link info/pcie generation/device max",
+    "pci/pci_gpu_link_info/link_widths/max_link_width": "pci/gpu link info/link width/max",
+    "pci/pci_gpu_link_info/link_widths/current_link_width": "pci/gpu link info/link width/current",
+    "pci/replay_counter": "pci/replays since reset", "performance_state": "performance state",
+    "fb_memory_usage/total": "fb memory usage/total", "fb_memory_usage/used": "fb memory usage/used",
+    "compute_mode": "compute mode", "utilization/gpu_util": "utilization/gpu",
+    "ecc_mode/current_ecc": "ecc mode/current",
+    "ecc_errors/volatile/dram_uncorrectable": "ecc errors/volatile/dram uncorrectable",
+    "ecc_errors/volatile/sram_uncorrectable": "ecc errors/volatile/sram uncorrectable",
+    "ecc_errors/volatile/sram_uncorrectable_parity": "ecc errors/volatile/sram uncorrectable parity",
+    "ecc_errors/volatile/sram_uncorrectable_secded": "ecc errors/volatile/sram uncorrectable sec-ded",
+    "ecc_errors/volatile/double_bit/total": "ecc errors/volatile/double bit/total",
+    "ecc_errors/aggregate/dram_uncorrectable": "ecc errors/aggregate/dram uncorrectable",
+    "ecc_errors/aggregate/sram_uncorrectable": "ecc errors/aggregate/sram uncorrectable",
+    "ecc_errors/aggregate/sram_uncorrectable_parity": "ecc errors/aggregate/sram uncorrectable parity",
+    "ecc_errors/aggregate/sram_uncorrectable_secded": "ecc errors/aggregate/sram uncorrectable sec-ded",
+    "ecc_errors/aggregate/double_bit/total": "ecc errors/aggregate/double bit/total",
+    "remapped_rows/remapped_row_corr": "remapped rows/correctable error",
+    "remapped_rows/remapped_row_unc": "remapped rows/uncorrectable error",
+    "remapped_rows/remapped_row_pending": "remapped rows/pending",
+    "remapped_rows/remapped_row_failure": "remapped rows/remapping failure occurred",
+    "temperature/gpu_temp": "temperature/gpu current temp",
+    "temperature/gpu_temp_slow_threshold": "temperature/gpu slowdown temp",
+    "temperature/gpu_temp_max_threshold": "temperature/gpu shutdown temp",
+    "gpu_power_readings/power_draw": "gpu power readings/power draw",
+    "gpu_power_readings/average_power_draw": "gpu power readings/average power draw",
+    "gpu_power_readings/current_power_limit": "gpu power readings/current power limit",
+    "gpu_power_readings/default_power_limit": "gpu power readings/default power limit",
+    "power_readings/power_draw": "power readings/power draw",
+    "power_readings/enforced_power_limit": "power readings/enforced power limit",
+    "power_readings/default_power_limit": "power readings/default power limit",
+    "fabric/state": "fabric/state",
+}
+XML_REASONS = {
+    "clocks_event_reason_gpu_idle": "idle", "clocks_throttle_reason_gpu_idle": "idle",
+    "clocks_event_reason_applications_clocks_setting": "applications clocks setting",
+    "clocks_throttle_reason_applications_clocks_setting": "applications clocks setting",
+    "clocks_event_reason_sw_power_cap": "sw power cap", "clocks_throttle_reason_sw_power_cap": "sw power cap",
+    "clocks_event_reason_hw_slowdown": "hw slowdown", "clocks_throttle_reason_hw_slowdown": "hw slowdown",
+    "clocks_event_reason_hw_thermal_slowdown": "hw thermal slowdown",
+    "clocks_throttle_reason_hw_thermal_slowdown": "hw thermal slowdown",
+    "clocks_event_reason_hw_power_brake_slowdown": "hw power brake slowdown",
+    "clocks_throttle_reason_hw_power_brake_slowdown": "hw power brake slowdown",
+    "clocks_event_reason_sync_boost": "sync boost", "clocks_throttle_reason_sync_boost": "sync boost",
+    "clocks_event_reason_sw_thermal_slowdown": "sw thermal slowdown",
+    "clocks_throttle_reason_sw_thermal_slowdown": "sw thermal slowdown",
+    "clocks_event_reason_display_clocks_setting": "display clock setting",
+    "clocks_throttle_reason_display_clocks_setting": "display clock setting",
+}
+MAX_XML_CHARS = 16 * 1024 * 1024
+
+
+def parse_xml(text: str) -> NvmlFacts:
+    """Parse ``nvidia-smi -q -x``.
+
+    Safety: the stdlib parser never fetches external DTDs; a document that declares entities
+    (``<!ENTITY``, the billion-laughs vector) or exceeds 16 MiB is refused with ParseError.
+    Raises ParseError for malformed XML (a truncated paste) or a root other than <nvidia_smi_log>.
+    """
+    if len(text) > MAX_XML_CHARS:
+        raise ParseError("XML larger than 16 MiB")
+    if re.search(r"<!ENTITY", text, re.IGNORECASE):
+        raise ParseError("XML declares entities; refused (nvidia-smi never writes them)")
+    try:
+        root = ET.fromstring(text.strip())
+    except ET.ParseError as exc:
+        raise ParseError(f"malformed XML ({exc})") from None
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(f"XML root <{root.tag}> is not <nvidia_smi_log>")
+    nv = NvmlFacts(source=SOURCE_XML)
+    v = root.findtext("driver_version")
+    if v and not na(v):
+        nv.driver_version = v.strip()
+    v = root.findtext("cuda_version")
+    if v and not na(v):
+        nv.cuda_driver_version = v.strip()
+    gpus = []
+    fabric = {}
+    for i, el in enumerate(root.findall("gpu")):
+        d: dict[str, str] = {}
+        for xpath, qpath in XML_MAP.items():
+            found = el.findtext(xpath)
+            if found is not None:
+                d.setdefault(qpath, found.strip())
+        for sec in ("clocks_event_reasons", "clocks_throttle_reasons"):
+            for child in el.findall(sec + "/*"):
+                label = XML_REASONS.get(child.tag)
+                if label and child.text:
+                    d[f"clocks event reasons/{label}"] = child.text.strip()
+        g = GpuFacts(index=i)
+        bus = el.get("id")
+        if bus:
+            g.pci_bus_id = bus
+        _fill_gpu(g, d)
+        procs_el = el.find("processes")
+        if procs_el is not None:
+            procs = []
+            for p in procs_el.findall("process_info"):
+                pid = to_int(p.findtext("pid"))
+                if pid is None:
+                    continue
+                procs.append(GpuProcess(pid=pid, name=(p.findtext("process_name") or "").strip() or None,
+                                        used_memory_bytes=size_bytes(p.findtext("used_memory")),
+                                        kind="graphics" if (p.findtext("type") or "").strip() == "G" else "compute"))
+            g.processes = procs
+        f = _fabric(d)
+        if f:
+            fabric[i] = f
+        gpus.append(g)
+    if fabric:
+        nv.fabric_states = fabric
+    nv.gpus = gpus
+    return _finish(nv)
+
+
+# ------------------------------------------------------------------------------------ nvlink -s
+_NVL_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
+_NVL_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
+
+
+def parse_nvlink_status(text: str) -> NvmlFacts:
+    """Parse ``nvidia-smi nvlink -s``: per GPU, each link's state and speed (GB/s per link, as printed).
+
+    ``Link N: <inactive>`` is an inactive link. At a truncation mark ('......') parsing stops and the GPU
+    whose list it cut is dropped (its link count is unknown).
+    Raises ParseError when no 'GPU n:' header with link lines is present.
+    """
+    gpus: list[GpuFacts] = []
+    cur: Optional[GpuFacts] = None
+    for line in clean(text).split("\n"):
+        s = line.strip()
+        if re.fullmatch(r"(\.{3,}|…+)", s):
+            # a paste cut here: the GPU being listed is incomplete, so its link count is unknown
+            if cur is not None and gpus and gpus[-1] is cur:
+                gpus.pop()
+            break
+        m = _NVL_GPU.match(s)
+        if m:
+            cur = GpuFacts(index=int(m.group(1)))
+            if m.group(2):
+                cur.name = m.group(2)
+            if m.group(3) and not na(m.group(3)):
+                cur.uuid = m.group(3).strip()
+            cur.nvlinks = []
+            gpus.append(cur)
+            continue
+        lm = _NVL_LINK.match(line)
+        if lm and cur is not None:
+            val = lm.group(2)
+            inactive = "inactive" in val.lower() or na(val)
+            cur.nvlinks.append(NvLinkState(link=int(lm.group(1)), active=not inactive,
+                                           speed_gbps=None if inactive else to_float(val)))
+    if not gpus:
+        raise ParseError("no 'GPU n: ...' block of nvidia-smi nvlink -s")
+    nv = NvmlFacts(source=SOURCE_NVLINK)
+    nv.gpus = gpus
+    return _finish(nv)
+
+
+def parse_list(text: str) -> NvmlFacts:
+    """Parse ``nvidia-smi -L`` ('GPU 0: NVIDIA H200 (UUID: GPU-...)'): index, name and UUID per GPU.
+
+    MIG device lines are ignored. Raises ParseError when no 'GPU n: ... (UUID: ...)' line is present.
+    """
+    gpus = []
+    for line in clean(text).split("\n"):
+        m = _NVL_GPU.match(line.strip())
+        if m and m.group(3):
+            g = GpuFacts(index=int(m.group(1)), name=m.group(2) or None)
+            g.uuid = m.group(3).strip()
+            gpus.append(g)
+    if not gpus:
+        raise ParseError("no 'GPU n: NAME (UUID: ...)' line of nvidia-smi -L")
+    nv = NvmlFacts(source="nvidia-smi -L")
+    nv.gpus = gpus
+    return _finish(nv)

@@ -1,0 +1,232 @@
+"""Compatibility rules (family CMP): versions that must fit together around torch.
+
+Tables: rules/compat_cuda.toml, compat_gpus.toml, compat_torch.toml (a source per row). The torch
+runtime-vs-driver and arch-list checks on the same tables are TRC003 / TRC004 (gpudoctor.rules.torch_rules).
+"""
+from __future__ import annotations
+
+import re
+
+from gpudoctor.compat import check as C
+from gpudoctor.compat import tables as T
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
+from gpudoctor.rules.versions import vtuple
+
+MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+FWD_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+CPP_EXT_URL = "https://github.com/pytorch/pytorch/blob/main/torch/utils/cpp_extension.py"
+VISION_URL = "https://github.com/pytorch/vision#installation"
+AUDIO_URL = "https://docs.pytorch.org/audio/2.11.0/installation.html"
+LDSO_URL = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
+PIP_URL = "https://pytorch.org/get-started/previous-versions/"
+
+
+def _torch(ctx):
+    t = ctx.snap.torch
+    if t is None:
+        raise NotAssessed("torch probe failed")
+    if not t.installed or t.error and not t.version:
+        raise NotApplicable("torch not importable (TRC001)")
+    return t
+
+
+@rule("CMP001", "Compatibility", "error", "torchvision / torchaudio built for another torch",
+      ok="torchvision / torchaudio match torch",
+      why="torchvision (and torchaudio up to 2.10) link one specific torch release; with another torch their "
+          "C++ operators fail to register and the first use fails with \"operator torchvision::nms does not exist\" "
+          "(or an undefined-symbol ImportError). A CUDA-major mismatch between their +cuXYZ builds fails the same way.",
+      fix="Install the matching pair from the same index, e.g. pip install torch==2.11.0 torchvision==0.26.0 "
+          "torchaudio==2.11.0 --index-url https://download.pytorch.org/whl/cu130.",
+      sources=[VISION_URL, AUDIO_URL, "https://github.com/pytorch/vision/blob/main/README.md", "checklist H4"])
+def companions(ctx):
+    """Fires when the torch probe saw torchvision's C++ op fail to load, or when torchvision / torchaudio
+    versions do not belong to the installed torch release (table in rules/compat_torch.toml)."""
+    t = _torch(ctx)
+    if not (t.torchvision_version or t.torchaudio_version or t.torchvision_error):
+        raise NotApplicable("neither torchvision nor torchaudio installed")
+    verdicts = C.companions(t.version, t.torchvision_version, t.torchaudio_version)
+    fails = [v for v in verdicts if v.status == C.FAIL]
+    if t.torchvision_error:
+        ev = [f"torch {t.version}, torchvision {t.torchvision_version or '?'}",
+              f"import torchvision / torch.ops.torchvision.nms: {t.torchvision_error[:300]}"] + [v.reason for v in fails]
+        yield ctx.finding(ev, subject="torchvision", data={"torch": t.version, "torchvision": t.torchvision_version,
+                                                          "error": t.torchvision_error[:300]})
+        fails = [v for v in fails if v.check != "torchvision-vs-torch"]
+    for v in fails:
+        name = v.check.split("-")[0]
+        yield ctx.finding([f"torch {t.version}", v.reason], subject=name, data=v.data, sources=list(ctx.spec.sources) + v.sources)
+    if not fails and not t.torchvision_error and any(v.status == C.UNKNOWN for v in verdicts):
+        raise NotAssessed("; ".join(v.reason for v in verdicts if v.status == C.UNKNOWN))
+
+
+@rule("CMP002", "Compatibility", "warning", "System nvcc (CUDA_HOME) and torch's CUDA differ in major version",
+      ok="System nvcc matches torch's CUDA major version (or no nvcc)",
+      why="torch.utils.cpp_extension (used by JIT-compiled ops: DeepSpeed, apex, flash-attn builds, custom "
+          "kernels) compares the toolkit found through CUDA_HOME / PATH with torch.version.cuda: a different major "
+          "raises \"The detected CUDA version (X) mismatches the version that was used to compile PyTorch (Y)\"; a "
+          "different minor only warns. Training with prebuilt wheels is not affected.",
+      fix="Point CUDA_HOME (and PATH) at a toolkit of torch's CUDA major, e.g. install cuda-nvcc of that version "
+          "into the environment, or install a torch built for the toolkit you have.",
+      sources=[CPP_EXT_URL, "https://github.com/pytorch/pytorch/issues/73047", "checklist H2"])
+def nvcc_vs_torch(ctx):
+    """Compares the nvcc release found through CUDA_HOME / PATH by the torch probe with torch.version.cuda."""
+    t = _torch(ctx)
+    if not t.cuda:
+        raise NotApplicable("no CUDA build of torch")
+    if not t.nvcc_version:
+        raise NotApplicable("no system nvcc found (CUDA_HOME / PATH): extensions are not built on this host")
+    n, c = T.minor_of(t.nvcc_version), T.minor_of(t.cuda)
+    if n is None or c is None:
+        raise NotAssessed(f"unreadable versions nvcc={t.nvcc_version!r} torch={t.cuda!r}")
+    if n == c:
+        return
+    ev = [f"nvcc {t.nvcc_version}" + (f" (CUDA_HOME={t.cuda_home})" if t.cuda_home else ""),
+          f"torch {t.version}: torch.version.cuda = {t.cuda}"]
+    data = {"nvcc": t.nvcc_version, "torch_cuda": t.cuda, "cuda_home": t.cuda_home}
+    if n[0] != c[0]:
+        yield ctx.finding(ev + ["different CUDA major: torch.utils.cpp_extension refuses to build CUDA extensions "
+                                "(the GPU runtime itself is not affected)"], data=data)
+    else:
+        yield ctx.finding(ev + ["same major, different minor: cpp_extension only warns; extensions usually build"],
+                          severity="info", title="System nvcc and torch's CUDA differ in minor version", data=data)
+
+
+def _dotted_cudnn(v):
+    if v is None:
+        return None
+    """torch.backends.cudnn.version() -> dotted: 91900 -> '9.19.0' (cuDNN 9: 10000*major + 100*minor + patch),
+    8902 -> '8.9.2' (cuDNN <= 8: 1000*major + 100*minor + patch)."""
+    v = int(v)
+    if v >= 90000:
+        return f"{v // 10000}.{v // 100 % 100}.{v % 100}"
+    return f"{v // 1000}.{v // 100 % 10}.{v % 100}"
+
+
+@rule("CMP003", "Compatibility", "warning", "System cuDNN / NCCL on LD_LIBRARY_PATH shadows the torch wheel's",
+      ok="No cuDNN / NCCL on LD_LIBRARY_PATH replaces the torch wheel's",
+      why="The dynamic loader searches LD_LIBRARY_PATH before a library's RUNPATH, so a libcudnn.so.N / "
+          "libnccl.so.2 there is loaded instead of the copy pip installed with torch (nvidia-cudnn-*, "
+          "nvidia-nccl-*). An older one gives 'cuDNN version incompatibility' errors, undefined NCCL symbols, "
+          "or silently older, slower or buggier kernels.",
+      fix="Remove the CUDA library directory from LD_LIBRARY_PATH for the training job (the wheel needs none), "
+          "or make it hold the same versions as the wheel.",
+      sources=[LDSO_URL, "https://github.com/pytorch/pytorch/blob/main/RELEASE.md", "checklist H21"])
+def libs_shadow(ctx):
+    """Looks for libcudnn.so.* / libnccl.so.* in the LD_LIBRARY_PATH directories (file names only) with the
+    same soname as torch's but another version, and checks whether torch actually loaded it."""
+    t = _torch(ctx)
+    lp = ctx.snap.libpath
+    if lp is None:
+        raise NotAssessed("LD_LIBRARY_PATH probe missing")
+    if not t.cuda:
+        raise NotApplicable("no CUDA build of torch")
+    if not lp.libraries:
+        return
+    rel = T.torch_release(t.version)
+    local = t.version.split("+", 1)[1] if t.version and "+" in t.version else T.cuda_variant(t.cuda)
+    loaded = {"cudnn": _dotted_cudnn(t.cudnn_version), "nccl": t.nccl_version}
+    bundled = {"cudnn": rel.cudnn.get(local) if rel else None, "nccl": rel.nccl.get(local) if rel else None}
+    for lib in lp.libraries:
+        if lib.kind not in ("cudnn", "nccl") or not lib.version:
+            continue
+        sysv, load, bund = vtuple(lib.version), vtuple(loaded[lib.kind]), vtuple(bundled[lib.kind])
+        ref = load or bund
+        if ref is None or sysv[0] != ref[0]:
+            continue        # another soname major: not the library torch looks for
+        name = "cuDNN" if lib.kind == "cudnn" else "NCCL"
+        data = {"library": lib.path, "system": lib.version, "torch_loaded": loaded[lib.kind], "wheel": bundled[lib.kind]}
+        ev = [f"LD_LIBRARY_PATH has {lib.path} ({name} {lib.version})"]
+        if load and sysv[:3] == load[:3] and bund and bund[:3] != sysv[:3]:
+            yield ctx.finding(ev + [f"torch {t.version} loaded {name} {loaded[lib.kind]}: the system copy, not the "
+                                    f"wheel's {bundled[lib.kind]} (table, {rel.status})"], subject=name, data=data)
+        elif load is None:
+            yield ctx.finding(ev + [f"torch {t.version} reported no {name} version (load failed?)",
+                                    f"the wheel bundles {name} {bundled[lib.kind] or '(unknown)'}"],
+                              subject=name, data=data)
+
+
+@rule("CMP004", "Compatibility", "error", "NVIDIA driver older than the GPU's architecture",
+      ok="Driver new enough for every GPU's architecture",
+      why="A driver released before a GPU architecture does not support it: CUDA sees no usable device or "
+          "fails at initialisation. gpudoctor derives the minimum as the toolkit driver of the first CUDA release "
+          "that supports the GPU's compute capability (rules/compat_gpus.toml, compat_cuda.toml).",
+      fix="Install a driver at least as new as the one named below (data-center GPUs: a supported LTSB / "
+          "production branch, see the data-center driver table).",
+      sources=["https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html",
+               "https://developer.nvidia.com/cuda-gpus",
+               "https://forums.developer.nvidia.com/t/minimum-required-cuda-version-by-gpu/276955/2", "checklist H1"])
+def driver_vs_gpu(ctx):
+    """For every GPU: its compute capability (NVML, else the GPU table by name) -> first CUDA release ->
+    that release's driver; fires when the installed driver is older."""
+    nv = ctx.snap.nvml
+    gpus = ctx.gpus()
+    if not nv.driver_version:
+        raise NotAssessed("driver version unknown")
+    assessed = 0
+    for g in gpus:
+        cc = g.compute_capability
+        if not cc and g.name:
+            m = T.find_gpu(g.name)
+            cc = m.cc if m else None
+        v = C.driver_vs_gpu(nv.driver_version, cc, g.name)
+        if v.status == C.UNKNOWN:
+            continue
+        assessed += 1
+        if v.status == C.FAIL:
+            yield ctx.finding([f"GPU {g.index} {g.name}: compute capability {cc}", v.reason] + v.unverified,
+                              subject=f"GPU {g.index}", data=v.data, sources=list(ctx.spec.sources) + v.sources,
+                              remedy=f"Install driver >= {v.data['needs']} (or a newer supported branch).")
+    if not assessed:
+        raise NotAssessed("no GPU's minimum driver is in the tables")
+
+
+_E804 = re.compile(r"\b804\b|forward compatibility was attempted on non supported HW", re.I)
+
+
+@rule("CMP005", "Compatibility", "error", "CUDA forward compatibility on a GPU that does not support it",
+      ok="No CUDA forward compatibility on an unsupported GPU",
+      why="When a container's CUDA is newer than the host driver, CUDA can use the forward-compatibility "
+          "libraries (cuda-compat: a newer libcuda.so). NVIDIA supports that only on data-center GPUs (and select "
+          "NGC-ready RTX / Jetson); elsewhere CUDA initialisation fails with error 804 \"forward compatibility was "
+          "attempted on non supported HW\".",
+      fix="Upgrade the host driver to one that supports the container's CUDA natively, or use an image / torch "
+          "build for the CUDA the host driver supports; remove the cuda-compat directory from LD_LIBRARY_PATH.",
+      sources=[FWD_URL, "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html",
+               "https://github.com/vllm-project/vllm/issues/4940", "checklist H2"])
+def forward_compat(ctx):
+    """Fires on CUDA error 804 in torch's CUDA initialisation, or when LD_LIBRARY_PATH holds a libcuda.so of
+    another version than the kernel driver (cuda-compat) while a GPU outside the data-center segment is present."""
+    t = ctx.snap.torch
+    nv = ctx.snap.nvml
+    lp = ctx.snap.libpath
+    err = t.cuda_error if t is not None and t.cuda_error and _E804.search(t.cuda_error) else None
+    compat = []
+    if lp is not None and nv is not None and nv.driver_version:
+        compat = [lib for lib in lp.libraries if lib.kind == "cuda" and lib.version and vtuple(lib.version) != vtuple(nv.driver_version)]
+    if err is None and not compat:
+        if t is None and lp is None:
+            raise NotAssessed("torch and LD_LIBRARY_PATH facts missing")
+        return
+    segs = []
+    if nv is not None and nv.available:
+        for g in nv.gpus:
+            m = T.find_gpu(g.name or "")
+            segs.append((g, m.segment if m else "unknown"))
+    unsupported = [(g, s) for g, s in segs if s != "datacenter"]
+    ev = []
+    if err:
+        ev.append(f"torch CUDA init: {err[:300]}")
+    for lib in compat:
+        ev.append(f"LD_LIBRARY_PATH has {lib.path} (user-mode driver {lib.version}) over kernel driver {nv.driver_version}: forward compatibility")
+    ev += [f"GPU {g.index} {g.name}: {s} GPU" for g, s in segs]
+    data = {"error": err, "compat_libs": [lib.path for lib in compat], "driver": nv.driver_version if nv else None}
+    if err:
+        yield ctx.finding(ev, data=data)
+    elif unsupported:
+        yield ctx.finding(ev + ["forward compatibility is supported on data-center GPUs only: expect error 804"], data=data)
+    elif segs:
+        yield ctx.finding(ev, severity="info", title="CUDA forward compatibility in use (supported on these GPUs)",
+                          remedy="Works on data-center GPUs; the cuda-compat version must suit the kernel driver branch "
+                                 "(see NVIDIA's forward-compatibility FAQ).", data=data)
+    else:
+        raise NotAssessed("cuda-compat libraries on LD_LIBRARY_PATH but the GPUs are unknown")

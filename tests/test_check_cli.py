@@ -1,0 +1,103 @@
+"""`gpudoctor check PATH...`: files, folders, bad inputs (one-line error naming the file, exit 2, the rest
+still diagnosed), saved reports (round trip, newer schema refused)."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.facts.model import SCHEMA_VERSION
+
+runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+
+
+def run(*args):
+    res = runner.invoke(app, ["check", *map(str, args)])
+    err = getattr(res, "stderr", "") or ""
+    return res.exit_code, res.stdout, err
+
+
+def test_one_error_file_findings_exit_1(fix):
+    code, out, err = run(fix / "h200-errors/duplicate-gpu.txt")
+    assert code == 1 and "SIG010" in out and err == ""
+
+
+def test_folder_of_a_corpus_case(fix, tmp_path):
+    case = fix / "corpus/004-nccl-devshm-64mb-docker"
+    code, out, err = run("--json", case / "nccl.log")
+    rep = json.loads(out)
+    assert code == 1 and "SIG006" in {f["rule_id"] for f in rep["findings"]}
+    assert rep["snapshot"]["inputs"][0]["kinds"] == ["NCCL log", "error text"]
+
+
+def test_healthy_dumps_exit_0_and_mark_sources(fix):
+    d = fix / "h200-text"
+    code, out, err = run("--json", d / "nvidia-smi-q.xml", d / "collect_env.txt", d / "devshm.txt", d / "ulimit.txt")
+    rep = json.loads(out)
+    assert code == 0, [f["rule_id"] for f in rep["findings"]]
+    snap = rep["snapshot"]
+    assert "nvidia-smi -q -x" in snap["nvml"]["source"] and "collect_env" in snap["nvml"]["source"]
+    assert snap["memory"]["shm_total_bytes"] == 128 * 2**30 and snap["memory"]["memlock_soft_bytes"] == "unlimited"
+    assert "nvml.gpus" in snap["known_fields"]
+
+
+@pytest.mark.parametrize("content,expect", [
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 4, "binary file"),
+    (b"", "empty file"),
+    (b"   \n\n", "empty file"),
+    (b"hello world\nthis is a shopping list\n", "unknown format"),
+    (json.dumps({"schema_version": "99.0", "gpudoctor_version": "9", "created_at": "x"}).encode(), "newer than"),
+    (b"{not json", "not valid JSON"),
+])
+def test_bad_input_is_one_line_exit_2_and_others_still_diagnosed(fix, tmp_path, content, expect):
+    bad = tmp_path / "bad.dat"
+    bad.write_bytes(content)
+    code, out, err = run(bad, fix / "h200-errors/no-visible-gpu.txt")
+    assert code == 2
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and str(bad) in lines[0] and expect in lines[0]
+    assert "SIG015" in out  # the good file was diagnosed and reported
+
+
+def test_enormous_input(fix, tmp_path, monkeypatch):
+    import gpudoctor.facts.offline as off
+
+    monkeypatch.setattr(off, "MAX_FILE_BYTES", 1000)
+    big = tmp_path / "big.log"
+    big.write_text("NCCL INFO x\n" * 200)
+    code, out, err = run(big)
+    assert code == 2 and "larger than" in err and str(big) in err
+
+
+def test_only_bad_inputs(tmp_path):
+    p = tmp_path / "x.txt"
+    p.write_text("nothing to see\n")
+    code, out, err = run(p, tmp_path / "missing.txt")
+    assert code == 2 and out == "" and "unknown format" in err and "no such file" in err
+
+
+def test_saved_report_round_trip(fix, tmp_path):
+    saved = tmp_path / "r.json"
+    res = runner.invoke(app, ["check", "--save", str(saved), "--json", str(fix / "h200-text/nvidia-smi-q.txt"),
+                              str(fix / "h200-errors/cuda-oom.txt")])
+    assert res.exit_code == 1
+    first = json.loads(res.stdout)
+    code, out, err = run("--json", saved)
+    again = json.loads(out)
+    assert code == 1
+    assert sorted(f["rule_id"] for f in again["findings"]) == sorted(f["rule_id"] for f in first["findings"])
+    assert again["snapshot"]["known_fields"] == first["snapshot"]["known_fields"]
+
+
+def test_saved_live_scan_still_checks(fix):
+    code, out, err = run("--json", fix / "h200/scan.json")
+    rep = json.loads(out)
+    assert code in (0, 1) and rep["schema_version"] == SCHEMA_VERSION
+
+
+def test_folder_recursion_skips_hidden(fix, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "oom.txt").write_text((fix / "h200-errors/cuda-oom.txt").read_text())
+    (tmp_path / ".hidden").write_text("garbage")
+    code, out, err = run("--json", tmp_path)
+    assert code == 1 and err == "" and "SIG012" in out

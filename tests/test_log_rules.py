@@ -1,0 +1,90 @@
+"""LOG rules (XID, asymmetric GDR, container without GPUs, peer access) and NCL007, both directions."""
+from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.rules import evaluate
+
+# The Xid line quoted by an NVIDIA maintainer in https://github.com/NVIDIA/NVSentinel/issues/155
+XID79 = "[ 2201.114523] NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus\n"
+
+
+def _run(tmp_path, files):
+    paths = []
+    for name, text in files.items():
+        p = tmp_path / name
+        p.write_text(text)
+        paths.append(str(p))
+    snap, errors = build_snapshot(paths)
+    return evaluate(snap), errors
+
+
+def _status(rep, rid):
+    return next(o for o in rep.outcomes if o.rule_id == rid).status
+
+
+def test_xid_79_is_error_with_action(tmp_path):
+    rep, _ = _run(tmp_path, {"dmesg.txt": XID79})
+    f = next(f for f in rep.findings if f.rule_id == "LOG001")
+    assert f.severity == "error" and f.data["xid"] == 79 and f.data["pci_bus_id"] == "0000:44:00"
+    assert "reboot" in f.remedy
+    assert "SIG011" in {x.rule_id for x in rep.findings}
+
+
+def test_xid_13_is_application_warning_and_unknown_xid_warns(tmp_path):
+    rep, _ = _run(tmp_path, {"dmesg.txt": "NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, Graphics Exception\n"
+                                          "NVRM: Xid (PCI:0000:3b:00): 999, pid=4242, something\n"})
+    sev = {f.data["xid"]: f.severity for f in rep.findings if f.rule_id == "LOG001"}
+    assert sev == {13: "warning", 999: "warning"}
+
+
+def test_kernel_log_without_xid_passes(fix):
+    snap, _ = build_snapshot([str(fix / "corpus/012-h100-node-7-of-8-gpus-probe-failed/dmesg.txt")])
+    assert _status(evaluate(snap), "LOG001") == "pass"
+
+
+def test_no_kernel_log_not_assessed(fix):
+    snap, _ = build_snapshot([str(fix / "h200-errors/cuda-oom.txt")])
+    assert _status(evaluate(snap), "LOG001") == "not_assessed"
+
+
+def test_gdr_asymmetric_fires_and_symmetric_is_quiet(fix, tmp_path):
+    snap, _ = build_snapshot([str(fix / "corpus/028-nccl-gdr-asymmetric-nv-peer-mem-missing-one-node/nccl.log")])
+    f = next(f for f in evaluate(snap).findings if f.rule_id == "LOG002")
+    assert f.data["without_gdr"] == ["gpu37"] and f.data["with_gdr"] == ["gpu32"]
+    text = (fix / "corpus/028-nccl-gdr-asymmetric-nv-peer-mem-missing-one-node/nccl.log").read_text()
+    sym = "\n".join(line for line in text.splitlines() if not line.startswith("gpu37"))
+    sym += "\ngpu38:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [receive] via NET/IB/0/GDRDMA\n"
+    rep, _ = _run(tmp_path, {"nccl.log": sym})
+    assert _status(rep, "LOG002") == "pass"
+
+
+def test_container_without_gpus(fix, tmp_path):
+    snap, _ = build_snapshot([str(fix / "corpus/023-container-started-without-gpus/container-log.txt")])
+    assert "LOG003" in {f.rule_id for f in evaluate(snap).findings}
+    snap, _ = build_snapshot([str(fix / "corpus/024-vllm-docker-error-804-forward-compat-geforce/command.txt")])
+    rep = evaluate(snap)
+    assert _status(rep, "LOG003") == "pass"
+    assert "<secret>" in snap.logs.commands[0] or "<redacted>" in snap.logs.commands[0]
+
+
+def test_command_secrets_redacted(tmp_path):
+    rep, _ = _run(tmp_path, {"cmd.txt": "$ docker run --gpus all -e HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz123 img\n"})
+    assert "hf_abcdef" not in rep.snapshot.logs.commands[0]
+
+
+def test_peer_access(fix, tmp_path):
+    snap, _ = build_snapshot([str(fix / "corpus/027-trtllm-2xa10-phb-no-peer-access-custom-allreduce/p2p-check.txt")])
+    assert snap.logs.peer_access == {"0,1": False}
+    assert "LOG004" in {f.rule_id for f in evaluate(snap).findings}
+    rep, _ = _run(tmp_path, {"p.txt": ">>> torch.cuda.can_device_access_peer(0, 1)\nTrue\n"})
+    assert _status(rep, "LOG004") == "pass"
+
+
+def test_ncl007_fires_only_with_active_nvlinks(fix, tmp_path):
+    env = (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/env.txt").read_text()
+    rep, _ = _run(tmp_path, {"env.txt": env,
+                             "nvl.txt": "GPU 0: A (UUID: GPU-1)\n\t Link 0: <inactive>\nGPU 1: A (UUID: GPU-2)\n\t Link 0: <inactive>\n"})
+    assert "NCL007" not in {f.rule_id for f in rep.findings}
+    rep, _ = _run(tmp_path, {"env.txt": env})
+    assert _status(rep, "NCL007") == "not_assessed"
+    rep, _ = _run(tmp_path, {"env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\n",
+                             "nvl.txt": (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt").read_text()})
+    assert _status(rep, "NCL007") == "pass"

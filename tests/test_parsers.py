@@ -1,0 +1,168 @@
+"""Parsers against real outputs: the facts listed in each capture's .facts.md (tests/fixtures/corpus/raw) and
+the H200 captures; and format detection by content."""
+import pytest
+
+from gpudoctor.parsers import ParseError, collect_env, detect as D, dmesg, host_text, lspci, nccl_log, nvidia_smi
+
+RAW = "corpus/raw"
+
+
+def read(fix, rel):
+    return (fix / rel).read_text()
+
+
+def test_collect_env_2019(fix):
+    ce = collect_env.parse_collect_env(read(fix, f"{RAW}/collect_env/001-torch1.1-src-8x1080ti-centos.txt"))
+    assert ce.torch.version == "1.1.0a0+c297f26" and ce.torch.cuda == "9.2.88" and ce.torch.nvcc_version == "9.2.148"
+    assert ce.torch.cuda_available is True  # 'Yes'
+    assert ce.nvml.driver_version == "410.78" and [g.name for g in ce.nvml.gpus] == ["GeForce GTX 1080 Ti"] * 8
+    assert ce.torch.cudnn_version is None and ce.host.os_name.startswith("CentOS Linux release 7.6.1810")
+    assert "hip" not in ce.torch.model_fields_set  # no ROCM line in 2019
+
+
+def test_collect_env_cudnn_candidates_not_a_version(fix):
+    ce = collect_env.parse_collect_env(read(fix, f"{RAW}/collect_env/003-torch1.13-cu117-t4-cudnn-multi-candidates.txt"))
+    assert ce.torch.version == "1.13.0+cu117" and ce.torch.cuda == "11.7" and ce.torch.cudnn_version is None
+    assert "nvcc_version" not in ce.torch.model_fields_set  # 'Could not collect'
+    assert ce.nvml.driver_version == "520.61.05" and [g.name for g in ce.nvml.gpus] == ["Tesla T4"]
+
+
+def test_collect_env_vllm_sectioned(fix):
+    ce = collect_env.parse_collect_env(read(fix, f"{RAW}/collect_env/005-vllm-sectioned-torch2.8-cu128-4xa30-full.txt"))
+    assert ce.torch.version == "2.8.0+cu128" and ce.torch.cuda == "12.8" and ce.torch.nvcc_version == "12.8.93"
+    assert ce.nvml.driver_version == "535.274.02" and len(ce.nvml.gpus) == 4
+    assert ce.cpu.sockets == 2 and ce.cpu.logical_cores == 96 and ce.cpu.numa_nodes == 2 and ce.cpu.physical_cores == 48
+    assert ce.env.variables["NCCL_VERSION"] == "2.25.1-1" and ce.packages["nvidia-nccl-cu12"] == "2.27.3"
+    assert D.TOPO in D.detect(read(fix, f"{RAW}/collect_env/005-vllm-sectioned-torch2.8-cu128-4xa30-full.txt"))
+
+
+def test_collect_env_h200(fix):
+    ce = collect_env.parse_collect_env(read(fix, "h200-text/collect_env.txt"))
+    assert ce.torch.version == "2.11.0+cu130" and ce.torch.cuda == "13.0" and ce.host.virtualization == "KVM"
+    assert ce.torch.torchvision_version == "0.26.0"
+
+
+def test_smi_q_mig_header(fix):
+    nv = nvidia_smi.parse_query(read(fix, f"{RAW}/smi-q/001-a100pcie-mig-enabled-header.txt"))
+    g = nv.gpus[0]
+    assert (nv.driver_version, nv.cuda_driver_version, nv.gpu_count) == ("460.73.01", "11.2", 1)
+    assert g.pci_bus_id == "00000000:86:00.0" and g.name == "A100-PCIE-40GB"
+    assert g.mig_mode_current is True and g.mig_mode_pending is True and g.persistence_mode is True
+    assert "ecc_uncorrected_volatile" not in g.model_fields_set  # absent, not empty
+
+
+def test_smi_q_throttle_reasons_old_label(fix):
+    nv = nvidia_smi.parse_query(read(fix, f"{RAW}/smi-q/003-d-performance-full-idle-active-p0.txt"))
+    g = nv.gpus[0]
+    assert g.pstate == 0 and g.clock_event_reasons == ["GpuIdle"] and g.clock_event_reasons_mask == 0x1
+
+
+def test_smi_q_section_excerpt(fix):
+    nv = nvidia_smi.parse_query(read(fix, f"{RAW}/smi-q/005-remapped-rows-pending-snippet.txt"))
+    g = nv.gpus[0]
+    assert (g.remapped_rows_correctable, g.remapped_rows_uncorrectable, g.remapped_rows_pending) == (0, 4, True)
+    assert "remapped_rows_failure" not in g.model_fields_set and nv.driver_version is None
+
+
+def test_smi_text_and_xml_agree(fix):
+    q = nvidia_smi.parse_query(read(fix, "h200-text/nvidia-smi-q.txt")).gpus[0]
+    x = nvidia_smi.parse_xml(read(fix, "h200-text/nvidia-smi-q.xml")).gpus[0]
+    for f in ("name", "pci_bus_id", "pcie_gen_max", "pcie_width_current", "memory_total_bytes", "compute_mode",
+              "ecc_uncorrected_volatile", "remapped_rows_pending", "power_default_limit_w", "clock_event_reasons_mask"):
+        assert getattr(q, f) == getattr(x, f), f
+    assert q.memory_total_bytes == 143771 * 2**20 and q.power_limit_w == 700.0
+
+
+def test_smi_q_busy(fix):
+    g = nvidia_smi.parse_query(read(fix, "h200-text/nvidia-smi-q-busy.txt")).gpus[0]
+    assert g.clock_event_reasons == ["SwPowerCap"] and g.utilization_gpu_pct == 100 and g.pcie_replay_counter == 5
+    assert [(p.pid, p.name, p.used_memory_bytes) for p in g.processes] == [(883, "python3", 1002 * 2**20)]
+
+
+def test_smi_table(fix):
+    nv = nvidia_smi.parse_table(read(fix, "h200-text/nvidia-smi-busy.txt"))
+    g = nv.gpus[0]
+    assert (nv.driver_version, nv.cuda_driver_version) == ("580.159.04", "13.0")
+    assert (g.temperature_c, g.power_draw_w, g.power_limit_w, g.utilization_gpu_pct) == (60, 689.0, 700.0, 100)
+    assert g.mig_mode_current is False and g.compute_mode == "Default" and g.processes[0].pid == 883
+    assert nvidia_smi.parse_table(read(fix, "h200-text/nvidia-smi.txt")).gpus[0].processes == []
+
+
+def test_smi_table_no_driver():
+    nv = nvidia_smi.parse_table("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                                "Make sure that the latest NVIDIA driver is installed and running.\n")
+    assert nv.available is False and "couldn't communicate" in nv.error
+
+
+def test_smi_list_and_nvlink(fix):
+    assert nvidia_smi.parse_list(read(fix, "h200-text/nvidia-smi-L.txt")).gpus[0].uuid.startswith("GPU-5eee")
+    nv = nvidia_smi.parse_nvlink_status(read(fix, "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt"))
+    assert [len(g.nvlinks) for g in nv.gpus] == [12, 12]  # the paste is cut after GPU 2 Link 0: GPU 2 dropped
+    assert all(link.active and link.speed_gbps == 25.0 for g in nv.gpus for link in g.nvlinks)
+    inact = nvidia_smi.parse_nvlink_status("GPU 0: X (UUID: GPU-1)\n\t Link 0: <inactive>\n")
+    assert inact.gpus[0].nvlinks[0].active is False
+
+
+def test_xml_entities_refused():
+    bomb = '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><nvidia_smi_log>&b;</nvidia_smi_log>'
+    with pytest.raises(ParseError):
+        nvidia_smi.parse_xml(bomb)
+    with pytest.raises(ParseError):
+        nvidia_smi.parse_xml("<nvidia_smi_log><gpu id='0'>")  # truncated
+
+
+def test_df_and_ulimit(fix):
+    rows = host_text.parse_df(read(fix, "h200-text/devshm.txt"))
+    assert rows[0].mount == "/dev/shm" and rows[0].size_bytes == 128 * 2**30
+    k = host_text.parse_df("Filesystem     1K-blocks  Used Available Use% Mounted on\nshm 65536 0 65536 0% /dev/shm\n")
+    assert host_text.shm_facts(k).shm_total_bytes == 64 * 2**20
+    m = host_text.parse_ulimit(read(fix, "h200-text/ulimit.txt"))
+    assert m.memlock_soft_bytes == "unlimited" and m.nofile_soft == 20000
+    b = host_text.parse_ulimit("max locked memory           (kbytes, -l) 8192\nopen files                  (-n) 1024\n")
+    assert b.memlock_soft_bytes == 8192 * 1024 and b.nofile_soft == 1024
+
+
+def test_dmesg_join_and_nccl(fix):
+    k = dmesg.parse_kernel_log(read(fix, "corpus/012-h100-node-7-of-8-gpus-probe-failed/dmesg.txt"))
+    assert k.messages[0].endswith("is not supported by the NVIDIA 580.126.09 driver release.")
+    n = nccl_log.parse_nccl_log(read(fix, "h200-errors/nccl-info-1rank.txt"))
+    assert (n.version, n.cuda_driver_version, n.ib_device_found, n.net, n.nranks, n.nvls_channels) == \
+        ("2.28.9+cuda13.0", "13.0", False, "Socket", 1, 0)
+    assert n.init_complete
+
+
+CASES_DETECT = {
+    "h200-text/nvidia-smi.txt": D.SMI, "h200-text/nvidia-smi-q.txt": D.SMI_Q, "h200-text/nvidia-smi-q.xml": D.SMI_XML,
+    "h200-text/nvidia-smi-topo-m.txt": D.TOPO, "h200-text/collect_env.txt": D.COLLECT_ENV, "h200-text/devshm.txt": D.DF,
+    "h200-text/ulimit.txt": D.ULIMIT, "h200-text/nvidia-smi-L.txt": D.SMI_L, "h200-text/lscpu.txt": D.LSCPU,
+    "corpus/021-dmesg-gpu-fallen-off-bus-no-xid/dmesg.txt": D.DMESG, "h200-errors/nccl-info-1rank.txt": D.NCCL,
+    f"{RAW}/lspci/003-4090-riser-lnkcap-lnksta-gen1-downgraded.txt": D.LSPCI,
+    "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt": D.NVLINK,
+    f"{RAW}/smi-q/005-remapped-rows-pending-snippet.txt": D.SMI_Q,
+    "h200-errors/rendezvous-timeout.txt": D.ERRORS,
+}
+
+
+@pytest.mark.parametrize("rel,kind", sorted(CASES_DETECT.items()))
+def test_detect_by_content(fix, rel, kind):
+    assert D.detect(read(fix, rel))[0] == kind
+
+
+def test_detect_ignores_file_name(fix, tmp_path):
+    from gpudoctor.facts.offline import build_snapshot
+
+    p = tmp_path / "collect_env.txt"  # a misleading name
+    p.write_text(read(fix, "h200-text/nvidia-smi-q.txt"))
+    snap, _ = build_snapshot([str(p)])
+    assert snap.inputs[0].kinds == [D.SMI_Q] and snap.torch is None
+
+
+def test_raw_topology_not_parsed_here_without_issue3(fix):
+    from gpudoctor.facts.offline import build_snapshot
+
+    snap, errors = build_snapshot([str(fix / f"{RAW}/topo/001-8x4090-all-sys-2nic-tabs.txt")])
+    assert not errors and snap.inputs[0].kinds[0] == D.TOPO
+    try:
+        import gpudoctor.parsers.topo  # noqa: F401
+    except ImportError:
+        assert "parser not available" in snap.inputs[0].note

@@ -1,0 +1,119 @@
+"""Every parser on random and mutated real inputs: a result or a clear ParseError, never another exception.
+Also the whole offline pipeline (detect -> parse -> signatures -> rules) on mutated inputs."""
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gpudoctor.parsers import (ParseError, collect_env, commands, detect, dmesg, env_dump, host_text, lspci, nccl_log,
+                               nvidia_smi, p2p_check)
+from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
+
+FIX = pathlib.Path(__file__).parent / "fixtures"
+PARSERS = {
+    "collect_env": (collect_env.parse_collect_env, "h200-text/collect_env.txt"),
+    "lscpu": (collect_env.parse_lscpu, "h200-text/lscpu.txt"),
+    "smi_table": (nvidia_smi.parse_table, "h200-text/nvidia-smi-busy.txt"),
+    "smi_query": (nvidia_smi.parse_query, "h200-text/nvidia-smi-q-busy.txt"),
+    "smi_xml": (nvidia_smi.parse_xml, "h200-text/nvidia-smi-q.xml"),
+    "smi_list": (nvidia_smi.parse_list, "h200-text/nvidia-smi-L.txt"),
+    "nvlink": (nvidia_smi.parse_nvlink_status, "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt"),
+    "lspci": (lspci.parse_lspci, "corpus/raw/lspci/005-plx-pex8725-acscap-acsctl-srcvalid.txt"),
+    "df": (host_text.parse_df, "h200-errors/devshm-1m-dataloader.txt"),
+    "ulimit": (host_text.parse_ulimit, "h200-text/ulimit.txt"),
+    "dmesg": (dmesg.parse_kernel_log, "corpus/021-dmesg-gpu-fallen-off-bus-no-xid/dmesg.txt"),
+    "nccl": (nccl_log.parse_nccl_log, "corpus/028-nccl-gdr-asymmetric-nv-peer-mem-missing-one-node/nccl.log"),
+    "env": (env_dump.parse_env, "corpus/raw/collect_env/005-vllm-sectioned-torch2.8-cu128-4xa30-full.txt"),
+    "commands": (commands.parse_commands, "corpus/023-container-started-without-gpus/container-log.txt"),
+    "p2p": (p2p_check.parse_peer_checks, "corpus/027-trtllm-2xa10-phb-no-peer-access-custom-allreduce/p2p-check.txt"),
+}
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+alphabet = st.characters(blacklist_categories=("Cs",))
+
+
+def _call(fn, text):
+    try:
+        fn(text)
+    except ParseError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
+
+@st.composite
+def mutated(draw, base: str):
+    """A real capture cut, spliced, with lines dropped / duplicated / garbled."""
+    lines = base.split("\n")
+    ops = draw(st.lists(st.sampled_from(["cut", "drop", "dup", "garble", "swap", "tabs", "cr"]), max_size=6))
+    for op in ops:
+        if not lines:
+            break
+        i = draw(st.integers(0, len(lines) - 1))
+        if op == "cut":
+            lines = lines[:i] + [lines[i][: draw(st.integers(0, max(0, len(lines[i]))))]]
+        elif op == "drop":
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "garble":
+            lines[i] = draw(st.text(alphabet, max_size=80))
+        elif op == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "tabs":
+            lines[i] = lines[i].replace("  ", "\t")
+        elif op == "cr":
+            lines[i] += "\r"
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+@FUZZ
+@given(text=st.text(alphabet, max_size=400))
+def test_random_text(name, text):
+    _call(PARSERS[name][0], text)
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_mutated_real_input(name):
+    fn, rel = PARSERS[name]
+    base = (FIX / rel).read_text()
+    fn(base)  # the real capture itself parses
+
+    @FUZZ
+    @given(text=mutated(base))
+    def inner(text):
+        _call(fn, text)
+
+    inner()
+
+
+@FUZZ
+@given(text=st.one_of(st.text(alphabet, max_size=600),
+                      mutated((FIX / "h200-errors/duplicate-gpu.txt").read_text()),
+                      mutated((FIX / "corpus/008-torch21-cu121-on-driver-470/collect_env.txt").read_text())))
+def test_detect_and_signatures_never_raise(text):
+    detect.detect(text)
+    spans = []
+    match_signatures(text, spans=spans)
+    unexplained_error_lines(text, spans)
+
+
+@FUZZ
+@given(a=mutated((FIX / "h200-text/nvidia-smi-q-busy.txt").read_text()),
+       b=mutated((FIX / "h200-text/collect_env.txt").read_text()),
+       c=mutated((FIX / "corpus/005-nccl-devshm-permission-denied/nccl.log").read_text()))
+def test_pipeline_never_raises(tmp_path_factory, a, b, c):
+    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    d = tmp_path_factory.mktemp("f")
+    paths = []
+    for i, t in enumerate((a, b, c)):
+        p = d / f"{i}.txt"
+        p.write_text(t, encoding="utf-8", errors="replace")
+        paths.append(str(p))
+    snap, errors = build_snapshot(paths)
+    assert all("\n" not in e for e in errors)
+    if snap is not None:
+        rep = evaluate(snap)
+        assert not [o for o in rep.outcomes if (o.reason or "").startswith("rule error")], \
+            [o.reason for o in rep.outcomes if (o.reason or "").startswith("rule error")]
