@@ -275,11 +275,113 @@ def check(
 
 
 @app.command()
-def schema():
-    """Print the JSON Schema of the report (`scan --json`)."""
+def schema(cluster_report: bool = typer.Option(False, "--cluster", help="The schema of `cluster --json` instead.")):
+    """Print the JSON Schema of the report (`scan --json`, or `cluster --json` with --cluster)."""
+    if cluster_report:
+        import json
+
+        from gpudoctor.facts.cluster import ClusterReport
+
+        doc = ClusterReport.model_json_schema()
+        doc.update({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "gpudoctor cluster report"})
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
     from gpudoctor.reports.jsonout import dumps_schema
 
     sys.stdout.write(dumps_schema() + "\n")
+
+
+@app.command()
+def cluster(
+    cpu: bool = typer.Option(False, "--cpu", help="gloo on CPU only: no GPU runs (as on a host without GPUs)."),
+    json_out: bool = typer.Option(False, "--json", help="Rank 0 prints the cluster report as JSON on stdout."),
+    save: Optional[str] = typer.Option(None, "--save", help="Rank 0 also writes the JSON report to this file."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
+                                   "that makes rank 0's exit code 1."),
+    timeout: float = typer.Option(180.0, "--timeout", min=1, help="Seconds rank 0 waits for nodes to join and scan, "
+                                  "and the limit of each collective and of the wait for results."),
+    size_mib: Optional[float] = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
+                                             "(default 256 on GPUs, 4 with --cpu; rules/cluster.toml)."),
+    iters: int = typer.Option(20, "--iters", min=1, help="Timed all-reduces per test."),
+    warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed all-reduces before each test."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", min=0, help="Node-to-node rounds (default "
+                                         "max(3, ceil(log2 N)), at most every pair; 0 = none)."),
+    no_confirm: bool = typer.Option(False, "--no-confirm", help="Scans and cross-node rules only; no collectives."),
+    probes: Optional[str] = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
+                                         "(default all: torch,nvml,host,cpu,memory,storage,env)."),
+    data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+    expect_nodes: Optional[int] = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
+                                               "(torchrun --nnodes MIN:MAX: the rendezvous may start with fewer)."),
+    expect_hosts: Optional[str] = typer.Option(None, "--expect-hosts", help="Comma list (or Slurm hostlist) of hosts "
+                                               "that should take part; the missing ones are named."),
+    min_pair_busbw: Optional[float] = typer.Option(None, "--min-pair-busbw", min=0, help="GB/s: a node-to-node pair "
+                                                   "below it is slow whatever the others measure."),
+):
+    """Check many nodes at once: run under torchrun or srun, one process per node; rank 0 prints one report.
+
+    torchrun --nnodes N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST:PORT -m gpudoctor cluster\n
+    srun --nodes N --ntasks-per-node 1 python -m gpudoctor cluster
+    """
+    from gpudoctor.cluster.launch import LaunchError, detect, expand_hostlist
+
+    try:
+        launch = detect()
+        hosts = expand_hostlist(expect_hosts) if expect_hosts else []
+    except LaunchError as exc:
+        raise fail(str(exc))
+    if not os.path.isdir(data_path):
+        raise fail(f"--data-path {data_path}: not a directory")
+    from gpudoctor.probes.registry import PROBES
+
+    wanted = None
+    if probes is not None:
+        wanted = [p.strip() for p in probes.split(",") if p.strip()]
+        unknown = sorted(set(wanted) - {p.name for p in PROBES})
+        if unknown:
+            raise fail(f"--probes: unknown probe(s) {', '.join(unknown)}; known: {', '.join(p.name for p in PROBES)}")
+    from gpudoctor.cluster.agent import AgentError, ClusterOptions, Excluded, run, share_exit_code
+    from gpudoctor.probes.runner import ProbeOptions
+
+    opts = ClusterOptions(cpu=cpu, timeout_s=timeout, size_bytes=int(size_mib * 2**20) if size_mib else None,
+                          iters=iters, warmup=warmup, rounds=rounds, confirm=not no_confirm, probes=wanted,
+                          probe_opts=ProbeOptions(data_path=data_path, torch_timeout_s=torch_timeout),
+                          expect_nodes=expect_nodes, expect_hosts=hosts, min_pair_busbw=min_pair_busbw)
+    try:
+        report, store = run(opts, launch)
+    except Excluded as exc:
+        sys.stderr.write(f"gpudoctor: rank {launch.rank}: {exc}\n")
+        code = share_exit_code(exc.store, launch, None, 0, 60.0)
+        raise typer.Exit(EXIT_FINDINGS if code is None else code)
+    except AgentError as exc:
+        raise fail(f"rank {launch.rank}: {exc}")
+    if report is None:  # not rank 0: rank 0 prints the one report; exit with its code (see share_exit_code)
+        code = share_exit_code(store, launch, None, 0, timeout * 2 + 60)
+        raise typer.Exit(EXIT_OK if code is None else code)
+    from gpudoctor.reports import jsonout
+
+    findings = list(report.findings) + [f for n in report.nodes if n.report for f in n.report.findings]
+    code = exit_code(type("R", (), {"findings": findings})(), fail_on)
+    if save:
+        try:
+            jsonout.save(report, save)
+        except OSError as exc:
+            share_exit_code(store, launch, EXIT_USAGE, report.summary.nodes_reported, 0)
+            raise fail(f"cannot write {save}: {exc.strerror or exc}")
+    if json_out:
+        sys.stdout.write(jsonout.to_json(report) + "\n")
+    else:
+        from rich.console import Console
+
+        from gpudoctor.reports.cluster_terminal import render_cluster
+
+        render_cluster(report, Console(), verbose=verbose)
+        if save:
+            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+    sys.stdout.flush()
+    alive = sum(len(n.ranks) for n in report.nodes if n.status == "reported")
+    raise typer.Exit(share_exit_code(store, launch, code, alive, 0))
 
 
 @app.command()

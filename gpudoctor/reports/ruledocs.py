@@ -8,6 +8,7 @@ FAMILIES = {
     "TOP": "Topology",
     "NCL": "NCCL & environment", "CMP": "Compatibility", "SIG": "Logs & errors: known error signatures", "LOG": "Logs & errors: log facts",
     "CNF": "Confirmation runs",
+    "CLU": "Cluster",
 }
 
 

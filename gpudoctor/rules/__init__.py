@@ -7,3 +7,4 @@ from gpudoctor.rules import topology  # noqa: F401,E402
 from gpudoctor.rules import compat  # noqa: F401,E402
 from gpudoctor.rules import logs  # noqa: F401,E402  (SIG signatures, LOG log facts)
 from gpudoctor.rules import confirmation  # noqa: F401,E402
+from gpudoctor.rules import cluster  # noqa: F401,E402  (CLU: scope="cluster", run by gpudoctor cluster only)

@@ -15,7 +15,7 @@ from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Sum
 from gpudoctor.facts.model import Snapshot
 
 AREAS = ["Driver & NVML", "PyTorch", "Compatibility", "GPU health", "PCIe", "Topology", "Host", "NCCL & environment",
-         "Confirmation runs", "Logs & errors"]
+         "Confirmation runs", "Logs & errors", "Cluster"]
 
 
 class NotAssessed(Exception):
@@ -40,6 +40,8 @@ class RuleSpec:
     sources: tuple[str, ...]
     ok: str
     func: Callable[["Ctx"], Optional[Iterable[Finding]]] = field(compare=False, repr=False)
+    scope: str = "node"  # "node": run by evaluate() on one snapshot; "cluster": by gpudoctor.cluster over many
+
 
     @property
     def family(self) -> str:
@@ -50,7 +52,7 @@ REGISTRY: dict[str, RuleSpec] = {}
 
 
 def rule(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
-         ok: Optional[str] = None):
+         ok: Optional[str] = None, scope: str = "node"):
     """Register a rule. Its docstring is the 'what it does' paragraph; ``title`` names the problem,
     ``ok`` the healthy state shown when the rule passes.
 
@@ -64,7 +66,7 @@ def rule(id: str, area: str, severity: Severity, title: str, why: str, fix: str,
             raise ValueError(f"duplicate rule id {id}")
         REGISTRY[id] = RuleSpec(id=id, area=area, severity=severity, title=title,
                                 what=" ".join((func.__doc__ or "").split()), why=why, fix=fix,
-                                sources=tuple(sources), ok=ok or title, func=func)
+                                sources=tuple(sources), ok=ok or title, func=func, scope=scope)
         return func
 
     return deco
@@ -138,7 +140,7 @@ def evaluate(snap: Snapshot, only: Optional[Iterable[str]] = None) -> Report:
     outcomes: list[RuleOutcome] = []
     wanted = set(only) if only else None
     for spec in REGISTRY.values():
-        if wanted is not None and spec.id not in wanted:
+        if spec.scope != "node" or (wanted is not None and spec.id not in wanted):
             continue
         ctx = Ctx(snap, spec)
         try:

@@ -1,0 +1,486 @@
+"""The per-process runtime of ``gpudoctor cluster``. Imports torch: used only by that command.
+
+Protocol (every wait is bounded by ``--timeout``; no step can hang forever on one bad node):
+
+1. **join** — each rank connects to the c10d TCPStore (torchrun's agent store, or one served by
+   rank 0 under Slurm) and posts ``join/<rank>`` (hostname, node rank, local rank).
+2. **scan** — local rank 0 of each node scans its node (the usual probes + rules) and posts
+   ``snap/<rank>``; other local ranks post an empty one. Snapshots travel through the store,
+   not through a collective, so that one hung node cannot stop the others' reports.
+3. **plan** — rank 0 waits for joins and scans until the deadline, then posts ``plan``: the
+   members (ranks that reported), the backend, the message size and the pair schedule.
+   Ranks left out (late or hung) read it and exit; rank 0 names them in the report.
+4. **confirm** — members form a process group over the same store (gloo; with GPUs
+   ``cpu:gloo,cuda:nccl``, objects and clock ping-pongs always on gloo) with ``--timeout``:
+   clock offsets (rank 0 ping-pongs each node), an all-reduce across all ranks, then
+   round-robin node-to-node 2-rank all-reduces (see :mod:`gpudoctor.cluster.pairing`).
+   Timings use :func:`gpudoctor.confirm.collectives.time_allreduce`. Each rank posts ``result/<rank>``.
+5. **report** — rank 0 waits for the results until the deadline, evaluates the CLU rules and prints.
+
+Each rank also posts ``phase/<rank>`` at every step, so a node that hangs is named with the
+phase it hung in.
+
+Test-only knobs (environment variables, read only here; they exist so the test suite can make a
+real multi-process run misbehave on one node, and are documented in docs/cluster.md):
+
+* ``GPUDOCTOR_TEST_HANG=scan|confirm`` — this rank stops (sleeps) at that phase.
+* ``GPUDOCTOR_TEST_LINK_DELAY_MS=D`` — every all-reduce this rank enters starts D ms late
+  (a slow node); ``D@K`` — only in node-to-node tests with node rank K (a slow link).
+* ``GPUDOCTOR_TEST_CLOCK_SKEW_MS=S`` — this rank's wall clock reads S ms ahead in the clock test.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from gpudoctor.cluster.launch import LaunchInfo
+from gpudoctor.probes.runner import ProbeOptions
+
+TEST_HANG = "GPUDOCTOR_TEST_HANG"
+TEST_DELAY = "GPUDOCTOR_TEST_LINK_DELAY_MS"
+TEST_SKEW = "GPUDOCTOR_TEST_CLOCK_SKEW_MS"
+POLL_S = 0.1
+
+
+class AgentError(Exception):
+    """A failure this rank cannot work around (store unreachable, excluded by rank 0); one-line message."""
+
+
+class Excluded(AgentError):
+    """Rank 0 left this rank out (it was late or silent); not an error of this rank's making."""
+
+    def __init__(self, message: str, store=None):
+        super().__init__(message)
+        self.store = store
+
+
+@dataclass
+class ClusterOptions:
+    """What `gpudoctor cluster` was asked to do (see the command's --help for each option)."""
+
+    cpu: bool = False
+    timeout_s: float = 180.0
+    size_bytes: Optional[int] = None  # None: rules/cluster.toml [message] gpu_mib / cpu_mib
+    iters: int = 20
+    warmup: int = 5
+    rounds: Optional[int] = None  # None: pairing.default_rounds
+    confirm: bool = True
+    probes: Optional[list[str]] = None  # None: every probe of a scan
+    probe_opts: ProbeOptions = field(default_factory=ProbeOptions)
+    expect_nodes: Optional[int] = None
+    expect_hosts: list[str] = field(default_factory=list)
+    min_pair_busbw: Optional[float] = None
+    clock_samples: int = 8
+
+
+# --------------------------------------------------------------------------------------------- store
+
+def _put(store, key: str, obj: Any) -> None:
+    store.set(key, json.dumps(obj))
+
+
+def _get(store, key: str) -> Any:
+    return json.loads(store.get(key))
+
+
+def _wait_count(store, counter: str, target: int, deadline: float) -> int:
+    """Poll the counter ``counter`` until it reaches ``target`` or ``deadline`` (time.monotonic) passes."""
+    while True:
+        got = store.add(counter, 0)
+        if got >= target or time.monotonic() >= deadline:
+            return got
+        time.sleep(POLL_S)
+
+
+def _present(store, keys: list[str]) -> list[str]:
+    return [k for k in keys if store.check([k])]
+
+
+def connect(dist, launch: LaunchInfo, timeout_s: float, op_timeout_s: float):
+    """The c10d store shared by all ranks, under a per-run prefix. Raises AgentError when unreachable.
+
+    ``timeout_s`` bounds connecting (rank 0 may start later than the others); ``op_timeout_s`` each later
+    blocking store call.
+    """
+    td = _dt.timedelta(seconds=timeout_s)
+    try:
+        base = dist.TCPStore(launch.master_addr, launch.master_port, None, launch.host_store, td,
+                             wait_for_workers=False)
+        base.set_timeout(_dt.timedelta(seconds=op_timeout_s))
+    except Exception as exc:  # RuntimeError / DistStoreError / TimeoutError
+        what = "serve" if launch.host_store else "reach"
+        raise AgentError(f"cannot {what} the c10d store at {launch.master_addr}:{launch.master_port} "
+                         f"within {timeout_s:g} s: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    return dist.PrefixStore(f"gpudoctor/{launch.run_id}/{launch.restart_count}/", base)
+
+
+def _phase(store, rank: int, name: str) -> None:
+    try:
+        store.set(f"phase/{rank}", name)
+    except Exception:
+        pass
+
+
+def _test_hang(phase: str) -> None:
+    if os.environ.get(TEST_HANG) == phase:
+        while True:  # test-only: behave like a node stuck in this phase until killed
+            time.sleep(3600)
+
+
+# ---------------------------------------------------------------------------------------------- scan
+
+def scan_node(opts: ClusterOptions):
+    """This node's own scan (the usual probes and rules). Returns (Report, seconds)."""
+    from gpudoctor.probes.registry import PROBES, scan
+    from gpudoctor.rules import evaluate
+
+    probes = PROBES if opts.probes is None else [p for p in PROBES if p.name in opts.probes]
+    t0 = time.perf_counter()
+    snap = scan(opts.probe_opts, probes)
+    return evaluate(snap), time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------------------- collectives
+
+class _Delayed:
+    """``torch.distributed`` with every all_reduce started late (test-only slow node/link, see module doc)."""
+
+    def __init__(self, dist, delay_s: float):
+        self._dist, self._delay = dist, delay_s
+
+    def all_reduce(self, *args, **kwargs):
+        time.sleep(self._delay)
+        return self._dist.all_reduce(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._dist, name)
+
+
+def _delay_for(peer_node: Optional[int]) -> float:
+    """Seconds of injected delay for an all-reduce with ``peer_node`` (None = the all-node all-reduce)."""
+    raw = os.environ.get(TEST_DELAY, "").strip()
+    if not raw:
+        return 0.0
+    ms, _, only = raw.partition("@")
+    if only and (peer_node is None or str(peer_node) != only.strip()):
+        return 0.0
+    return float(ms) / 1e3
+
+
+def _now() -> float:
+    """Wall clock, s since the epoch (plus the test-only skew)."""
+    return time.time() + float(os.environ.get(TEST_SKEW, "0") or 0) / 1e3
+
+
+def clock_offsets(dist, torch, me: int, leaders: list[int], samples: int) -> dict[int, tuple[float, float]]:
+    """Rank 0 ping-pongs each leader in turn (pg ranks); returns {pg rank: (offset ms, uncertainty ms)} on rank 0.
+
+    Each sample: rank 0 sends, the peer stamps its wall clock and answers; the peer's clock minus the midpoint
+    of rank 0's send/receive times is the offset, half the round trip its uncertainty (the NTP/Cristian method).
+    The sample with the shortest round trip is kept.
+    """
+    buf = torch.zeros(1, dtype=torch.float64)
+    out: dict[int, tuple[float, float]] = {}
+    if me == 0:
+        for peer in leaders:
+            if peer == 0:
+                continue
+            best = None
+            for _ in range(samples):
+                t0 = _now()
+                p0 = time.perf_counter()
+                buf[0] = t0
+                dist.send(buf, dst=peer)
+                dist.recv(buf, src=peer)
+                rtt = time.perf_counter() - p0
+                off = float(buf[0]) - (t0 + rtt / 2)
+                if best is None or rtt < best[1]:
+                    best = (off, rtt)
+            out[peer] = (best[0] * 1e3, best[1] / 2 * 1e3)
+    elif me in leaders:
+        for _ in range(samples):
+            dist.recv(buf, src=0)
+            buf[0] = _now()
+            dist.send(buf, dst=0)
+    return out
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def confirm(dist, torch, store, plan: dict, rank: int, launch: LaunchInfo, opts: ClusterOptions) -> dict:
+    """Run this rank's part of the confirmation runs; returns its result dict (and, on rank 0, clock offsets)."""
+    from gpudoctor.confirm.collectives import time_allreduce
+
+    members: list[int] = plan["members"]
+    idx = {r: i for i, r in enumerate(members)}
+    me = idx[rank]
+    node_of = {int(r): n for r, n in plan["node_of"].items()}
+    result: dict[str, Any] = {"allreduce": None, "pairs": [], "clock": {}}
+    device = torch.device("cuda", launch.local_rank % max(torch.cuda.device_count(), 1)) \
+        if plan["device"] == "cuda" else torch.device("cpu")
+    if plan["device"] == "cuda":
+        torch.cuda.set_device(device)
+    numel = max(plan["size_bytes"] // 4, 1)
+    global_ok = True
+    leaders = [idx[r] for r in plan["leaders"]]
+
+    phase_s: dict[str, float] = {}
+    result["phase_s"] = phase_s
+    t0 = time.perf_counter()
+    _phase(store, rank, "clock")
+    try:
+        offs = clock_offsets(dist, torch, me, leaders, opts.clock_samples)
+        result["clock"] = {str(members[k]): v for k, v in offs.items()}
+    except Exception as exc:
+        result["clock_error"] = _short(exc)
+        global_ok = False
+
+    phase_s["clock"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _phase(store, rank, "allreduce")
+    ar: dict[str, Any] = {}
+    if global_ok:
+        try:
+            t = torch.zeros(numel, dtype=torch.float32, device=device)
+            ar["seconds"] = time_allreduce(_Delayed(dist, _delay_for(None)), t, plan["iters"], plan["warmup"])
+            n = len(members)
+            chk = torch.full((1024,), float(me + 1), dtype=torch.float32, device=device)
+            dist.all_reduce(chk)
+            ar["correct"] = bool((chk == n * (n + 1) / 2).all().item())
+            del t
+        except Exception as exc:
+            ar["error"] = _short(exc)
+            global_ok = False
+    else:
+        ar["error"] = "skipped: the clock test on the same process group failed"
+    result["allreduce"] = ar
+    phase_s["allreduce"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+
+    rounds = plan["rounds"]
+    for i, rnd in enumerate(rounds):
+        _phase(store, rank, f"pairs {i + 1}/{len(rounds)}")
+        if global_ok:
+            try:
+                dist.barrier()  # all pairs of a round start together
+            except Exception:
+                global_ok = False
+        mine = [p for p in rnd if rank in p]
+        if not mine:
+            continue
+        a, b = mine[0]
+        peer = b if rank == a else a
+        entry: dict[str, Any] = {"round": i, "peer": peer}
+        grp = None
+        try:
+            grp = dist.new_group([idx[a], idx[b]], use_local_synchronization=True,
+                                 timeout=_dt.timedelta(seconds=opts.timeout_s))
+            t = torch.zeros(numel, dtype=torch.float32, device=device)
+            entry["seconds"] = time_allreduce(_Delayed(dist, _delay_for(node_of.get(peer))), t, plan["iters"],
+                                              plan["warmup"], group=grp)
+        except Exception as exc:
+            entry["error"] = _short(exc)
+        finally:
+            if grp is not None:
+                try:
+                    dist.destroy_process_group(grp)
+                except Exception:
+                    pass
+        result["pairs"].append(entry)
+    if plan["device"] == "cuda":
+        torch.cuda.synchronize()
+    phase_s["pairs"] = time.perf_counter() - t0
+    return result
+
+
+# ----------------------------------------------------------------------------------------------- run
+
+def default_size(cpu: bool) -> int:
+    from gpudoctor.rules import data
+
+    msg = data.load("cluster")["message"]
+    return int(float(msg["cpu_mib" if cpu else "gpu_mib"]) * 1024 * 1024)
+
+
+def run(opts: ClusterOptions, launch: LaunchInfo):
+    """Do this rank's part. Returns (the ClusterReport on rank 0 or None elsewhere, the store).
+
+    Raises AgentError (one line) when this rank cannot take part: store unreachable, excluded by rank 0.
+    """
+    # c10d's C++ logger prints every retried connect and timed-out socket with a native stack trace; the
+    # failures that matter reach the report as one-line messages. TORCH_CPP_LOG_LEVEL=INFO shows them all.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
+    import torch
+    import torch.distributed as dist
+
+    from gpudoctor import __version__
+    from gpudoctor.cluster import assemble
+    from gpudoctor.cluster.pairing import schedule
+
+    t_start = time.monotonic()
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    store = connect(dist, launch, opts.timeout_s, opts.timeout_s * 4 + 30)
+    rank, world = launch.rank, launch.world_size
+    host = socket.gethostname()
+    _put(store, f"join/{rank}", {"rank": rank, "node_rank": launch.node_rank, "local_rank": launch.local_rank,
+                                 "hostname": host, "pid": os.getpid()})
+    store.add("n/join", 1)
+    _phase(store, rank, "scan")
+    _test_hang("scan")
+    snap: dict[str, Any] = {"report": None, "scan_s": None, "cuda_devices": None}
+    if launch.is_leader:
+        report, secs = scan_node(opts)
+        snap = {"report": report.model_dump(mode="json"), "scan_s": round(secs, 3)}
+    try:
+        snap["cuda_devices"] = torch.cuda.device_count() if (not opts.cpu and torch.cuda.is_available()) else 0
+        if snap["cuda_devices"]:
+            snap["cuda_uuid"] = str(torch.cuda.get_device_properties(launch.local_rank % snap["cuda_devices"]).uuid)
+    except Exception:
+        snap["cuda_devices"] = 0
+    _put(store, f"snap/{rank}", snap)
+    store.add("n/snap", 1)
+    _phase(store, rank, "wait plan")
+    phases_s: dict[str, float] = {"scan (rank 0)": snap.get("scan_s") or 0.0}
+
+    if rank == 0:
+        deadline = t_start + opts.timeout_s
+        _wait_count(store, "n/snap", world, deadline)
+        t_gathered = time.monotonic()
+        phases_s["join + scan (all nodes)"] = t_gathered - t_start
+        ranks = list(range(world))
+        joined = [int(k.split("/")[1]) for k in _present(store, [f"join/{r}" for r in ranks])]
+        snapped = [int(k.split("/")[1]) for k in _present(store, [f"snap/{r}" for r in ranks])]
+        joins = {r: _get(store, f"join/{r}") for r in joined}
+        snaps = {r: _get(store, f"snap/{r}") for r in snapped}
+        members = sorted(snapped)
+        leaders = [r for r in members if joins[r].get("local_rank", 0) == 0]
+        leaders.sort(key=lambda r: (joins[r].get("node_rank") or 0, r))
+        use_cuda = (not opts.cpu) and all((snaps[r].get("cuda_devices") or 0) > 0 for r in members)
+        note = None
+        if not opts.cpu and not use_cuda:
+            note = ("GPU runs skipped: no usable CUDA device on "
+                    + ", ".join(f"rank {r}" for r in members if not snaps[r].get("cuda_devices")))
+        gpus = [(joins[r].get("hostname"), snaps[r].get("cuda_uuid")) for r in members]
+        if use_cuda and len(set(gpus)) < len(gpus):
+            use_cuda = False  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
+            note = "GPU runs skipped: two ranks share one GPU (more agents than GPUs on a host); measured over gloo"
+        size = opts.size_bytes or default_size(not use_cuda)
+        sched = schedule(len(leaders), opts.rounds) if (opts.confirm and len(members) > 1) else []
+        plan = {"members": members, "leaders": leaders,
+                "node_of": {str(r): joins[r].get("node_rank") for r in members},
+                "backend": "cpu:gloo,cuda:nccl" if use_cuda else "gloo", "device": "cuda" if use_cuda else "cpu",
+                "size_bytes": size, "iters": opts.iters, "warmup": opts.warmup, "confirm": opts.confirm,
+                "note": note,
+                "rounds": [[[leaders[a], leaders[b]] for a, b in rnd] for rnd in sched]}
+        _put(store, "plan", plan)
+    else:
+        try:
+            store.wait(["plan"], _dt.timedelta(seconds=opts.timeout_s * 2 + 30))
+        except Exception:
+            raise AgentError(f"rank 0 posted no plan within {opts.timeout_s * 2 + 30:g} s (is rank 0 alive?)")
+        plan = _get(store, "plan")
+        if rank not in plan["members"]:
+            raise Excluded(f"rank {rank} was left out by rank 0 (it reported too late); rank 0's report names it",
+                           store)
+
+    members = plan["members"]
+    result: dict[str, Any] = {}
+    clock: dict[int, tuple[float, float]] = {}
+    t_confirm = time.monotonic()
+    if plan["confirm"] and len(members) > 1:
+        _phase(store, rank, "init process group")
+        if plan["device"] == "cuda":  # bind this rank's GPU before NCCL sees it
+            torch.cuda.set_device(launch.local_rank % max(torch.cuda.device_count(), 1))
+        try:
+            dist.init_process_group(plan["backend"], store=dist.PrefixStore("pg/", store),
+                                    rank=members.index(rank), world_size=len(members),
+                                    timeout=_dt.timedelta(seconds=opts.timeout_s))
+        except Exception as exc:
+            result = {"error": f"init_process_group: {_short(exc)}", "pairs": [],
+                      "allreduce": {"error": f"init_process_group: {_short(exc)}"}}
+        else:
+            _test_hang("confirm")
+            try:
+                result = confirm(dist, torch, store, plan, rank, launch, opts)
+            finally:
+                try:
+                    dist.destroy_process_group()
+                except Exception:
+                    pass
+        clock = {int(k): tuple(v) for k, v in result.pop("clock", {}).items()}
+        if rank == 0 and "clock_error" not in result:
+            clock[0] = (0.0, 0.0)  # the reference
+        _put(store, f"result/{rank}", result)
+        store.add("n/result", 1)
+    _phase(store, rank, "done")
+    if rank != 0:
+        return None, store
+
+    results: dict[int, dict] = {}
+    if plan["confirm"] and len(members) > 1:
+        _wait_count(store, "n/result", len(members), time.monotonic() + opts.timeout_s)
+        for k in _present(store, [f"result/{r}" for r in members]):
+            results[int(k.split("/")[1])] = _get(store, k)
+        phases_s["confirm (all nodes)"] = time.monotonic() - t_confirm
+    phases = {}
+    for r in range(world):
+        if store.check([f"phase/{r}"]):
+            phases[r] = store.get(f"phase/{r}").decode(errors="replace")
+    nodes = assemble.build_nodes(launch, joins, snaps, phases, members, results, clock,
+                                 {"join": opts.timeout_s, "scan": opts.timeout_s, "confirm": opts.timeout_s},
+                                 expect_nodes=opts.expect_nodes, expect_hosts=opts.expect_hosts,
+                                 expect_results=bool(plan["confirm"]))
+    labels = {}
+    for n in nodes:
+        for r in n.ranks:
+            labels[r] = n.label
+    allreduce = pairwise = None
+    if plan["confirm"] and len(members) > 1:
+        from gpudoctor.rules import data
+
+        allreduce = assemble.allreduce_result(plan, results, nodes=len(plan["leaders"]))
+        own = results.get(0, {}).get("phase_s", {})
+        for k in ("clock", "allreduce", "pairs"):
+            if k in own:
+                phases_s[f"{k} (rank 0)"] = own[k]
+        if plan["rounds"]:
+            pair_s = [res.get("phase_s", {}).get("pairs") for res in results.values()]
+            pair_s = [x for x in pair_s if x is not None]
+            plan["pairs_s"] = round(max(pair_s), 3) if pair_s else None
+            pairwise = assemble.pairwise_result(plan, results, labels,
+                                                float(data.load("cluster")["pairwise"]["slow_fraction"]),
+                                                opts.min_pair_busbw)
+    return assemble.build_report(launch, nodes, created, __version__, plan["backend"] if len(members) > 1 else None,
+                                 opts.cpu or plan["device"] == "cpu", allreduce, pairwise, phases_s,
+                                 time.monotonic() - t_start, backend_note=plan.get("note")), store
+
+
+def share_exit_code(store, launch: LaunchInfo, code: Optional[int], members: int, wait_s: float) -> Optional[int]:
+    """Make every rank exit with rank 0's code.
+
+    torchrun's agents meet at an exit barrier only when their workers succeeded; an agent whose worker failed
+    leaves at once, and the others then wait for it for 300 s. So all ranks exit alike: rank 0 posts its code
+    (and, serving the store under Slurm, waits up to 10 s for the others to read it); the others wait for it
+    up to ``wait_s`` and return it (None when it never came).
+    """
+    try:
+        if launch.rank == 0:
+            store.set("exit", str(code))
+            deadline = time.monotonic() + 10
+            while store.add("n/bye", 0) < members - 1 and time.monotonic() < deadline:
+                time.sleep(POLL_S)
+            return code
+        store.wait(["exit"], _dt.timedelta(seconds=wait_s))
+        got = int(store.get("exit"))
+        store.add("n/bye", 1)
+        return got
+    except Exception:
+        return None

@@ -1,0 +1,413 @@
+"""Cross-node rules (family CLU): what differs between the nodes of one job, and what the inter-node tests found.
+
+These rules have ``scope="cluster"``: single-host ``evaluate`` skips them; ``evaluate_cluster``
+runs them over the node entries that ``gpudoctor cluster`` gathered on rank 0. Where values
+differ, the *majority* value is taken as intended and the nodes outside it are named (ties go
+to the value of the lowest node rank).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Callable, Hashable, Optional, Sequence
+
+from gpudoctor.facts.cluster import AllReduceResult, NodeEntry, PairwiseResult
+from gpudoctor.facts.findings import Finding, RuleOutcome
+from gpudoctor.rules import data
+from gpudoctor.rules.engine import REGISTRY, Ctx, NotApplicable, NotAssessed, RuleSpec, rule
+
+NCCL_ISSUE_IDENTICAL = "https://github.com/NVIDIA/nccl/issues/1277"  # NCCL maintainer: "ensure all nodes are exactly identical"
+NCCL_ISSUE_ENV = "https://github.com/NVIDIA/nccl/issues/1273"  # maintainer: env not forwarded to a node -> mismatch, crash
+NCCL_TESTS_PERF = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
+MAX_LISTED = 8
+
+
+class ClusterCtx(Ctx):
+    """What a cluster rule sees: every node entry, the all-reduce and the pairwise results."""
+
+    def __init__(self, nodes: Sequence[NodeEntry], spec: RuleSpec, allreduce: Optional[AllReduceResult] = None,
+                 pairwise: Optional[PairwiseResult] = None):
+        super().__init__(None, spec)  # type: ignore[arg-type]
+        self.nodes = list(nodes)
+        self.allreduce = allreduce
+        self.pairwise = pairwise
+
+    def reported(self) -> list[NodeEntry]:
+        """Nodes whose scan arrived (a node that hung later still counts); NotApplicable with fewer than two."""
+        got = [n for n in self.nodes if n.report is not None]
+        if len(got) < 2:
+            raise NotApplicable(f"{len(got)} node(s) reported; comparing needs two or more")
+        return got
+
+
+def names(labels: Sequence[str]) -> str:
+    """'a, b, c' with at most MAX_LISTED names, then '... and N more'."""
+    labels = list(labels)
+    if len(labels) <= MAX_LISTED:
+        return ", ".join(labels)
+    return ", ".join(labels[:MAX_LISTED]) + f" ... and {len(labels) - MAX_LISTED} more"
+
+
+def split_majority(values: dict[str, Hashable], order: Sequence[str]):
+    """Group node labels by value. Returns (majority value, {value: [labels]}) with groups in node order.
+
+    The majority is the value held by most nodes; a tie goes to the value of the first node in ``order``.
+    """
+    groups: dict[Hashable, list[str]] = defaultdict(list)
+    for label in order:
+        if label in values:
+            groups[values[label]].append(label)
+    counts = Counter({v: len(ls) for v, ls in groups.items()})
+    top = max(counts.values())
+    majority = next(v for v in groups if counts[v] == top)  # dict keeps first-seen (node) order
+    return majority, dict(groups)
+
+
+def differ(ctx: ClusterCtx, what: str, get: Callable[[NodeEntry], Any], show: Callable[[Any], str] = str,
+           subject: Optional[str] = None):
+    """One finding when ``get(node)`` is not the same on every reported node that knows it (None = unknown)."""
+    nodes = ctx.reported()
+    order = [n.label for n in nodes]
+    values = {}
+    unknown = []
+    for n in nodes:
+        v = get(n)
+        if v is None:
+            unknown.append(n.label)
+        else:
+            values[n.label] = v
+    if len(values) < 2:
+        raise NotAssessed(f"{what} known on {len(values)} node(s)")
+    majority, groups = split_majority(values, order)
+    if len(groups) == 1:
+        return None
+    tie = sum(len(ls) == len(groups[majority]) for ls in groups.values()) > 1
+    tag = " (reference: no majority, lowest node rank)" if tie else " (majority)"
+    odd = [label for v, ls in groups.items() if v != majority for label in ls]
+    evidence = [f"{what} {show(v)} on {len(ls)} node{'s' * (len(ls) != 1)}: {names(ls)}"
+                + (tag if v == majority else "") for v, ls in groups.items()]
+    if unknown:
+        evidence.append(f"{what} unknown on {names(unknown)}")
+    return ctx.finding(evidence, subject=subject or f"{what}: {names(odd)}",
+                       data={"what": what, "majority": show(majority), "tie": tie, "odd_nodes": odd,
+                             "values": {label: show(v) for label, v in values.items()}})
+
+
+def _nvml(n: NodeEntry):
+    s = n.report.snapshot if n.report else None
+    return s.nvml if s else None
+
+
+def _torch(n: NodeEntry):
+    s = n.report.snapshot if n.report else None
+    t = s.torch if s else None
+    return t if t is not None and t.installed else None
+
+
+@rule("CLU001", "Cluster", "warning", "Driver or CUDA driver version differs between nodes",
+      ok="same NVIDIA driver on every node",
+      why="Nodes of one job should be built from one image: a different driver brings a different CUDA driver API "
+          "version, different bugs and fixes, and different NVLink/NCCL behaviour. NCCL's maintainers answer "
+          "multi-node problems on mixed nodes with 'ensure all nodes are exactly identical'.",
+      fix="Install the majority driver on the nodes named (or drain them until they are re-imaged).",
+      sources=[NCCL_ISSUE_IDENTICAL, "checklist H1", "https://docs.nvidia.com/deploy/cuda-compatibility/"],
+      scope="cluster")
+def driver_differs(ctx):
+    """Compares NVML's driver version and the CUDA version the driver supports across nodes."""
+    nodes = ctx.reported()
+    if all(_nvml(n) is not None and not _nvml(n).available for n in nodes):
+        raise NotApplicable("no node has a usable NVIDIA driver")
+    out = []
+    assessed = 0
+    for what, attr in (("driver", "driver_version"), ("CUDA driver API", "cuda_driver_version")):
+        try:
+            f = differ(ctx, what, lambda n, a=attr: getattr(_nvml(n), a) if _nvml(n) and _nvml(n).available else None)
+        except NotAssessed:
+            continue
+        assessed += 1
+        if f:
+            out.append(f)
+    if not assessed:
+        raise NotAssessed("driver version known on fewer than two nodes")
+    return out
+
+
+@rule("CLU002", "Cluster", "error", "PyTorch, CUDA runtime, NCCL or cuDNN version differs between nodes",
+      ok="same PyTorch, CUDA runtime, NCCL and cuDNN on every node",
+      why="Every rank of a job runs the same collectives through its own torch and NCCL. Different builds on "
+          "different nodes give different kernels, protocols and defaults; NCCL's maintainers trace crashes and "
+          "hangs on mixed nodes to such mismatches and ask for identical nodes.",
+      fix="Use one environment (container image or lock file) on every node; reinstall the nodes named.",
+      sources=[NCCL_ISSUE_IDENTICAL, NCCL_ISSUE_ENV, "checklist H1"], scope="cluster")
+def stack_differs(ctx):
+    """Compares torch.__version__, torch.version.cuda, the NCCL and the cuDNN version torch reports, across nodes."""
+    out = []
+    assessed = 0
+    for what, attr in (("torch", "version"), ("torch CUDA runtime", "cuda"), ("NCCL", "nccl_version"),
+                       ("cuDNN", "cudnn_version")):
+        try:
+            f = differ(ctx, what, lambda n, a=attr: getattr(_torch(n), a) if _torch(n) else None)
+        except NotAssessed:
+            continue
+        assessed += 1
+        if f:
+            out.append(f)
+    if not assessed:
+        raise NotAssessed("torch facts missing on all but one node")
+    return out
+
+
+def gpu_models(n: NodeEntry) -> Optional[tuple[str, ...]]:
+    nv = _nvml(n)
+    if nv is None:
+        return None
+    return tuple(sorted(g.name or "?" for g in nv.gpus)) if nv.available else ()
+
+
+def counted(items) -> str:
+    c = Counter(items)
+    return ", ".join(f"{v} × {k}" for k, v in c.items()) or "none"
+
+
+@rule("CLU003", "Cluster", "error", "GPU count or model differs between nodes",
+      ok="same number and model of GPUs on every node",
+      why="A node with a GPU missing (fallen off the bus, disabled after an XID, or NVML not loaded) or of another "
+          "model makes the job's world size or speed differ from what was planned: the slowest or smallest node "
+          "sets the pace of every synchronous step.",
+      fix="Check the nodes named with `nvidia-smi -L` and the kernel log (XID, 'fallen off the bus'); repair or "
+          "drain them.",
+      sources=[NCCL_ISSUE_IDENTICAL, "checklist H5", "checklist H20"], scope="cluster")
+def gpus_differ(ctx):
+    """Compares the NVML GPU count and the list of GPU models across nodes (a node without a usable driver counts 0)."""
+    nodes = ctx.reported()
+    if all(gpu_models(n) in (None, ()) for n in nodes):
+        raise NotApplicable("no node has an NVIDIA GPU")
+    out = []
+    f = differ(ctx, "GPU count", lambda n: None if gpu_models(n) is None else len(gpu_models(n)))
+    if f:
+        out.append(f)
+    f = differ(ctx, "GPU models", lambda n: gpu_models(n) or None, show=lambda v: counted(v))
+    if f:
+        out.append(f)
+    return out
+
+
+def pcie_signature(n: NodeEntry) -> Optional[tuple[str, ...]]:
+    """Each GPU's link as 'Gen<max> x<current width>' (sorted). Current generation is not used: GPUs lower it at
+    idle (checklist H8); the width a link trained at does not change with load."""
+    nv = _nvml(n)
+    if nv is None or not nv.available or not nv.gpus:
+        return None
+    sig = []
+    for g in nv.gpus:
+        if g.pcie_gen_max is None and g.pcie_width_current is None:
+            continue
+        sig.append(f"Gen{g.pcie_gen_max if g.pcie_gen_max is not None else '?'} "
+                   f"x{g.pcie_width_current if g.pcie_width_current is not None else '?'}")
+    return tuple(sorted(sig)) or None
+
+
+def ib_signature(n: NodeEntry) -> Optional[tuple[str, ...]]:
+    """Rates of the node's InfiniBand/RoCE ports (sorted; a port not ACTIVE counts as 'down'), from the topology
+    section when the snapshot has one (issue 3); None when it has none."""
+    snap = n.report.snapshot if n.report else None
+    topo = getattr(snap, "topology", None)
+    ports = getattr(topo, "ib_ports", None) if topo is not None else None
+    if not ports:
+        return None
+    sig = []
+    for p in ports:
+        state = (getattr(p, "state", None) or "").upper()
+        rate = getattr(p, "rate_gbps", None)
+        sig.append(f"{rate:g} Gb/s" if state == "ACTIVE" and rate else "down")
+    return tuple(sorted(sig))
+
+
+@rule("CLU004", "Cluster", "warning", "Link rate differs from the majority of nodes",
+      ok="GPU PCIe links (and IB ports, when probed) alike on every node",
+      why="A GPU whose PCIe link trained at fewer lanes, or an InfiniBand port at half rate or down, makes that node "
+          "the slowest participant of every all-reduce; with identical hardware the links must come out identical.",
+      fix="Reseat or replace the card/cable on the nodes named; check `nvidia-smi -q -d PCIE`, `lspci -vv` "
+          "(LnkSta vs LnkCap) and `ibstat`.",
+      sources=["checklist H8", "checklist H11", NCCL_ISSUE_IDENTICAL], scope="cluster")
+def links_differ(ctx):
+    """Compares each node's GPU PCIe links (max generation, trained width, per NVML) and, when the snapshot has a
+    topology section, its IB port rates, with the majority of nodes."""
+    out = []
+    assessed = 0
+    for what, get in (("GPU PCIe links", pcie_signature), ("IB ports", ib_signature)):
+        try:
+            f = differ(ctx, what, get, show=lambda v: counted(v))
+        except NotAssessed:
+            continue
+        assessed += 1
+        if f:
+            out.append(f)
+    if not assessed:
+        raise NotApplicable("no link facts (no GPUs, no IB ports) on two or more nodes")
+    return out
+
+
+NCCL_PREFIXES = ("NCCL_", "TORCH_NCCL_")
+
+
+@rule("CLU005", "Cluster", "warning", "NCCL setting differs between nodes",
+      ok="same NCCL_* / TORCH_NCCL_* settings on every node",
+      why="NCCL settings must agree across ranks: a variable exported on one node only (a forgotten export, a "
+          "launcher that does not forward the environment) makes that node pick other algorithms, protocols or "
+          "transports; NCCL's maintainers trace crashes to such mismatches.",
+      fix="Export the same NCCL variables on every node (forward the environment through the launcher, e.g. "
+          "srun --export=ALL), or unset them everywhere.",
+      sources=[NCCL_ISSUE_ENV, "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html", "checklist H12"],
+      scope="cluster")
+def nccl_env_differs(ctx):
+    """Compares every NCCL_* and TORCH_NCCL_* variable (set, unset, value) across nodes."""
+    nodes = ctx.reported()
+    envs = {}
+    for n in nodes:
+        env = n.report.snapshot.env
+        if env is not None:
+            envs[n.label] = {k: v for k, v in env.variables.items() if k.startswith(NCCL_PREFIXES)}
+    if len(envs) < 2:
+        raise NotAssessed("environment facts missing on all but one node")
+    out = []
+    for var in sorted({k for e in envs.values() for k in e}):
+        f = differ(ctx, var, lambda n, var=var: (envs[n.label].get(var, "(unset)") if n.label in envs else None),
+                   subject=var)
+        if f:
+            out.append(f)
+    return out
+
+
+@rule("CLU006", "Cluster", "warning", "Node clock not in sync with rank 0",
+      ok="node clocks within a few ms of rank 0",
+      why="Multi-node debugging lines up NCCL, torch and system logs by timestamp; when clocks disagree by more than "
+          "the gaps between events, the order of events across nodes cannot be read from the logs. Nodes on one LAN "
+          "synchronised by NTP/chrony agree to well under a millisecond.",
+      fix="Enable time synchronisation on the nodes named (`chronyc tracking`, `timedatectl status`: 'System clock "
+          "synchronized: yes') against the same servers as the rest of the cluster.",
+      sources=["https://chrony-project.org/", "https://chrony-project.org/faq.html"], scope="cluster")
+def clock_skew(ctx):
+    """Flags nodes whose wall-clock offset from rank 0 (ping-pong over the process group, corrected by half the
+    round trip) exceeds the threshold by more than the measurement's uncertainty."""
+    nodes = ctx.reported()
+    measured = [n for n in nodes if n.clock_offset_ms is not None]
+    if len(measured) < 2:
+        raise NotAssessed("clock offsets not measured (no process group formed, or it failed)")
+    limit = float(data.load("cluster")["clock"]["max_offset_ms"])
+    for n in measured:
+        unc = n.clock_uncertainty_ms or 0.0
+        if abs(n.clock_offset_ms) - unc > limit:
+            yield ctx.finding([f"{n.label}: clock {n.clock_offset_ms:+.1f} ms from rank 0 (± {unc:.2f} ms), "
+                               f"limit {limit:g} ms"], subject=n.label,
+                              data={"offset_ms": n.clock_offset_ms, "uncertainty_ms": unc, "limit_ms": limit})
+
+
+@rule("CLU007", "Cluster", "error", "Node never joined or hung",
+      ok="every expected node joined and reported",
+      why="A node that never starts its agent or stops answering stalls every collective of a real job until the "
+          "NCCL/gloo timeout (10-30 min by default) and then kills it.",
+      fix="Log in to the node named: is the launcher running there (torchrun agent / srun task)? Is it stuck in a "
+          "driver call (`nvidia-smi` hangs), out of memory, or unable to reach MASTER_ADDR:MASTER_PORT? Drain it "
+          "until fixed.",
+      sources=["https://pytorch.org/docs/stable/elastic/run.html",
+               "https://pytorch.org/docs/stable/distributed.html#torch.distributed.init_process_group"],
+      scope="cluster")
+def missing_nodes(ctx):
+    """Names every node that did not join within the timeout (missing) or joined and then went silent (hung)."""
+    for n in ctx.nodes:
+        if n.status in ("missing", "hung"):
+            yield ctx.finding([f"{n.label}: {n.status}" + (f" — {n.detail}" if n.detail else "")], subject=n.label,
+                              title="Node never joined" if n.status == "missing" else "Node hung",
+                              data={"status": n.status, "last_phase": n.last_phase})
+
+
+@rule("CLU008", "Cluster", "error", "Slow node or slow link between nodes",
+      ok="every node-to-node pair within range of the others",
+      why="Synchronous training runs at the pace of its slowest link: one node with a degraded NIC or one bad "
+          "cable between two nodes slows every all-reduce of the job. Pairs measured at the same time in "
+          "round-robin rounds show which node (all of its pairs slow) or which link (one pair slow, both ends fine "
+          "elsewhere) is at fault.",
+      fix="For a slow node: check its NICs (`ibstat` rate/state, `ethtool`), PCIe links and NCCL settings, then drain "
+          "it. For a slow link: check the cable and switch ports between the two nodes.",
+      sources=[NCCL_TESTS_PERF, "checklist C1", "checklist C5"], scope="cluster")
+def slow_pairs(ctx):
+    """Reports the nodes whose pairwise tests were all slow, and slow pairs not explained by a slow node."""
+    pw = ctx.pairwise
+    if sum(n.status != "missing" for n in ctx.nodes) < 2:
+        raise NotApplicable("fewer than two nodes took part")
+    if pw is None or not pw.pairs:
+        raise NotAssessed("no node-to-node tests ran (fewer than two nodes, --no-confirm, or an earlier failure)")
+    ref = pw.reference_busbw_gbs
+    by_node: dict[str, list] = defaultdict(list)
+    for p in pw.pairs:
+        by_node[p.a].append(p)
+        by_node[p.b].append(p)
+
+    def show(p):
+        return (f"{p.a} ↔ {p.b}: " + (f"error: {p.error}" if p.error else f"busbw {p.busbw_gbs:.3g} GB/s")
+                + (" (slow)" if p.slow else ""))
+
+    ref_txt = f"reference {ref:.3g} GB/s × {pw.slow_fraction:g}" if ref else "no pair completed"
+    for node in pw.slow_nodes:
+        yield ctx.finding([f"every pair of {node} was slow ({ref_txt}):"] + [show(p) for p in by_node[node]],
+                          subject=node, title="Slow node", data={"kind": "node", "node": node})
+    for a, b in pw.slow_links:
+        p = next(p for p in pw.pairs if {p.a, p.b} == {a, b})
+        yield ctx.finding([show(p) + f"; {ref_txt}; both nodes are fine with other partners"],
+                          subject=f"{a} ↔ {b}", title="Slow link", data={"kind": "link", "nodes": [a, b]})
+    for a, b in pw.unattributed:
+        p = next(p for p in pw.pairs if {p.a, p.b} == {a, b})
+        yield ctx.finding([show(p) + f"; {ref_txt}; too few other pairs to tell which end is at fault"],
+                          subject=f"{a} ↔ {b}", severity="warning", title="Slow pair",
+                          data={"kind": "pair", "nodes": [a, b]})
+
+
+@rule("CLU009", "Cluster", "error", "All-reduce across nodes failed or gave a wrong result",
+      ok="all-reduce across every node completed with the right sum",
+      why="This is the collective a DDP job runs every step; if it fails, times out or sums wrongly here, training "
+          "will hang, crash or silently diverge.",
+      fix="Re-run with NCCL_DEBUG=INFO (GPU) to see the transport chosen and where it stops; check the interface "
+          "(NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME) and that every node reaches the others.",
+      sources=[NCCL_TESTS_PERF, "checklist C1",
+               "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"], scope="cluster")
+def allreduce_failed(ctx):
+    """Flags an all-reduce across nodes that raised, timed out, or whose check sum was wrong."""
+    ar = ctx.allreduce
+    if ar is None and sum(n.status != "missing" for n in ctx.nodes) < 2:
+        raise NotApplicable("fewer than two nodes took part")
+    if ar is None:
+        raise NotAssessed("no all-reduce across nodes ran (fewer than two nodes or --no-confirm)")
+    if ar.error:
+        yield ctx.finding([f"all-reduce over {ar.ranks} ranks on {ar.nodes} nodes ({ar.backend}): {ar.error}"],
+                          subject=f"{ar.nodes} nodes")
+    elif ar.correct is False:
+        yield ctx.finding([f"check all-reduce over {ar.ranks} ranks returned a wrong sum"], subject=f"{ar.nodes} nodes")
+
+
+def evaluate_cluster(nodes: Sequence[NodeEntry], allreduce: Optional[AllReduceResult] = None,
+                     pairwise: Optional[PairwiseResult] = None) -> tuple[list[Finding], list[RuleOutcome]]:
+    """Run every cluster-scope rule; a rule bug becomes a not-assessed outcome, never a traceback."""
+    findings: list[Finding] = []
+    outcomes: list[RuleOutcome] = []
+    for spec in REGISTRY.values():
+        if spec.scope != "cluster":
+            continue
+        ctx = ClusterCtx(nodes, spec, allreduce, pairwise)
+        try:
+            got = [f for f in (spec.func(ctx) or []) if f is not None]
+        except NotAssessed as exc:
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                        status="not_assessed", reason=str(exc)))
+            continue
+        except NotApplicable as exc:
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                        status="not_applicable", reason=str(exc)))
+            continue
+        except Exception as exc:  # a rule bug is reported, never a traceback
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                        status="not_assessed", reason=f"rule error: {type(exc).__name__}: {exc}"))
+            continue
+        findings.extend(got)
+        outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                    status="fail" if got else "pass"))
+    return findings, outcomes
