@@ -30,6 +30,8 @@ def _logs(ctx):
 def unexplained(ctx):
     """Lists error-looking lines (Error, Exception, failed, WARN ...) of the given text that no signature matched."""
     if ctx.snap.logs is None:
+        if not ctx.snap.inputs:  # a live scan: logs are not its input
+            raise NotApplicable(NO_LOGS)
         raise NotAssessed(NO_LOGS)
     lines = ctx.snap.logs.error_lines
     if lines:
