@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import uuid
 import subprocess
 import sys
 import time
@@ -26,12 +27,19 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 
+# Every process started by this test module inherits this marker, so the orphan check counts only
+# our own runs, never those of another test session sharing the machine.
+SESSION = uuid.uuid4().hex
+os.environ["GPUDOCTOR_TEST_SESSION"] = SESSION
+
+
 def leftovers() -> list[int]:
-    """PIDs of any confirmation-run process (launcher or rank) still alive."""
+    """PIDs of any confirmation-run process (launcher or rank) of this test session still alive."""
     pids = []
     for p in psutil.process_iter():
         try:
-            if RUN_ENV in p.environ() and p.status() != psutil.STATUS_ZOMBIE:
+            env = p.environ()
+            if RUN_ENV in env and env.get("GPUDOCTOR_TEST_SESSION") == SESSION and p.status() != psutil.STATUS_ZOMBIE:
                 pids.append(p.pid)
         except (psutil.Error, OSError):
             continue

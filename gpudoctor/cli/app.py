@@ -96,6 +96,11 @@ def scan(
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
+    from gpudoctor.probes import interrupt
+    from gpudoctor.probes.torch_start import start as start_torch_probe
+
+    interrupt.install()  # Ctrl-C from here on: children killed, partial report kept
+    start_torch_probe(python, torch_timeout)  # first: its torch import hides everything below
     from gpudoctor.probes.registry import scan as do_scan
     from gpudoctor.probes.runner import ProbeOptions
     from gpudoctor.rules import evaluate
@@ -115,6 +120,10 @@ def scan(
         # Ctrl-C: children are already killed; keep and show what was found, exit 130.
         sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
         _emit_partial(exc.snapshot, json_out, save, verbose)
+    interrupt.uninstall()  # the confirmation runner handles Ctrl-C (KeyboardInterrupt) itself
+    if interrupt.STOP.is_set():  # Ctrl-C right after the probes: do not start the confirmation runs
+        sys.stderr.write("gpudoctor: interrupted; reporting the static checks\n")
+        _emit_partial(snap, json_out, save, verbose)
     from gpudoctor.confirm.runner import for_scan
     from gpudoctor.reports.progress import RunProgress
 

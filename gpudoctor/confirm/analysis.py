@@ -80,7 +80,7 @@ def step_times(raw: dict, batch: int) -> Optional[StepTimes]:
     parts = {k: stat(raw.get(k) or []) for k in ("step_s", "forward_s", "backward_s", "optimizer_s")}
     if any(v is None for v in parts.values()):
         return None
-    return StepTimes(batch=batch, **parts)
+    return StepTimes(batch=batch, window_step_s=raw.get("window_step_s"), **parts)
 
 
 def efficiency(tn: Stat, t1: Stat, n: int, global_batch: int, batch1: int) -> tuple[float, float, float]:

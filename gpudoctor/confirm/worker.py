@@ -237,7 +237,11 @@ def _train_steps(torch, model, loss_fn, opt, scaler, autocast, ids, labels, mark
         if i >= warmup:
             rows.append((a, b, c, d))
     marks.sync()
-    return {"forward_s": [marks.seconds(a, b) for a, b, _, _ in rows],
+    # the timed window end to end (gaps between steps included): what a loop timed with one event pair
+    # gives, and what throughput follows from
+    window = marks.seconds(rows[0][0], rows[-1][3]) / len(rows) if rows else None
+    return {"window_step_s": window,
+            "forward_s": [marks.seconds(a, b) for a, b, _, _ in rows],
             "backward_s": [marks.seconds(b, c) for _, b, c, _ in rows],
             "optimizer_s": [marks.seconds(c, d) for _, _, c, d in rows],
             "step_s": [marks.seconds(a, d) for a, _, _, d in rows],

@@ -507,6 +507,9 @@ class StepTimes(_Model):
     backward_s: Stat = Field(description="includes DDP's gradient all-reduce overlapped with it")
     optimizer_s: Stat
     batch: int = Field(description="samples per step on one rank")
+    window_step_s: Optional[float] = Field(
+        None, description="timed window (first step's start to last step's end) / steps, s: includes the gaps "
+                          "between steps, as a loop timed end to end; throughput follows from it")
 
 
 class RankMemory(_Model):

@@ -77,13 +77,12 @@ def _run_one(probe: Probe, opts: ProbeOptions, out: dict) -> None:
     out["done"] = True
 
 
-def _install_sigint(handler):
-    """Set the SIGINT handler when we are the main thread; returns the previous one (or None)."""
+def _sigint_routed() -> bool:
     import signal
 
-    if threading.current_thread() is not threading.main_thread() or handler is None:
-        return None
-    return signal.signal(signal.SIGINT, handler)
+    from gpudoctor.probes import interrupt
+
+    return signal.getsignal(signal.SIGINT) is interrupt._handler
 
 
 def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
@@ -96,25 +95,16 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
     started = _dt.datetime.now(_dt.timezone.utc)
     snap = Snapshot(gpudoctor_version=__version__, created_at=started.isoformat(timespec="seconds"),
                     data_path=opts.data_path)
+    from gpudoctor.probes import interrupt
+
     slots: list[tuple[Probe, dict, threading.Thread, float]] = []
-    stop = threading.Event()
-    cut: set[str] = set()  # probes still running when SIGINT arrived
-
-    def on_sigint(_signum, _frame):
-        # Runs in the main thread between bytecodes: note what is unfinished, kill every child group
-        # (children run in their own sessions, so a terminal Ctrl-C never reaches them).
-        if not stop.is_set():
-            cut.update(p.name for p, o, _, _ in slots if not o.get("done"))
-            stop.set()
-            from gpudoctor.probes.subproc import kill_all
-
-            kill_all()
-
-    previous = _install_sigint(on_sigint)
+    stop = interrupt.STOP
+    installed_here = False
+    if threading.current_thread() is threading.main_thread() and not _sigint_routed():
+        interrupt.install()
+        installed_here = True
     try:
         for probe in probes:
-            if stop.is_set():
-                break
             out: dict = {}
             th = threading.Thread(target=_run_one, args=(probe, opts, out), name=f"probe-{probe.name}", daemon=True)
             slots.append((probe, out, th, time.perf_counter() + probe.timeout_s(opts)))
@@ -124,8 +114,17 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
             # signal can leave wrong (CPython bpo-45274): each probe sets its own "done" flag.
             while not out.get("done") and not stop.is_set() and time.perf_counter() < deadline:
                 th.join(min(0.1, max(0.0, deadline - time.perf_counter())))
+        if stop.is_set():
+            # children were killed; quick in-process probes may still finish: a short grace for them
+            grace = time.perf_counter() + 1.0
+            for _, out, th, _ in slots:
+                while not out.get("done") and time.perf_counter() < grace:
+                    th.join(0.05)
     finally:
-        _install_sigint(previous)
+        if installed_here:
+            interrupt.uninstall()
+    # after SIGINT every probe that did not finish cleanly was cut short by it (its child was killed)
+    cut = {p.name for p, o, _, _ in slots if not o.get("done") or "error" in o} if stop.is_set() else set()
     interrupted = stop.is_set()
     for probe, out, th, deadline in slots:
         if interrupted and probe.name in cut:

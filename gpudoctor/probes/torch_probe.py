@@ -24,14 +24,12 @@ MARK = "GPUDOCTOR_TORCH_JSON "
 
 def choose_interpreter(requested: Optional[str]) -> str:
     """The interpreter to probe. Raises ProbeFailed(kind='missing') if ``requested`` is not found."""
-    if requested:
-        path = shutil.which(requested) or (requested if os.path.exists(requested) else None)
-        if not path:
-            raise ProbeFailed(f"interpreter {requested!r} not found", kind="missing")
-        return path
-    if importlib.util.find_spec("torch") is not None:
-        return sys.executable
-    return shutil.which("python3") or sys.executable
+    from gpudoctor.probes.torch_start import resolve_interpreter
+
+    path = resolve_interpreter(requested)
+    if path is None:
+        raise ProbeFailed(f"interpreter {requested!r} not found", kind="missing")
+    return path
 
 
 def parse_output(stdout: str) -> Optional[dict]:
@@ -53,8 +51,10 @@ def probe_torch(opts) -> TorchFacts:
     Raises ProbeFailed (with partial TorchFacts) when the interpreter is missing, crashes, hangs
     past ``opts.torch_timeout_s`` or prints no result.
     """
+    from gpudoctor.probes.torch_start import take
+
     python = choose_interpreter(getattr(opts, "python", None))
-    res = run_cmd([python, str(SCRIPT)], timeout=opts.torch_timeout_s)
+    res = take(python, opts.torch_timeout_s) or run_cmd([python, str(SCRIPT)], timeout=opts.torch_timeout_s)
     data = parse_output(res.stdout)
     if data is not None and data.get("torchvision_version") and _pair_unknown(data):
         vision = parse_output(run_cmd([python, str(SCRIPT), "vision"], timeout=opts.torch_timeout_s).stdout) or {}

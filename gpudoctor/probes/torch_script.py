@@ -27,14 +27,25 @@ def cuda_home():
     return None
 
 
-def nvcc_version(home):
+def start_nvcc(home):
+    """Start `nvcc --version` (it runs while torch imports); None when there is no nvcc."""
     nvcc = os.path.join(home, "bin", "nvcc") if home else shutil.which("nvcc")
     if not nvcc or not os.path.exists(nvcc):
         return None
     try:
-        out = subprocess.run([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             timeout=10, universal_newlines=True).stdout
+        return subprocess.Popen([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True)
     except Exception:
+        return None
+
+
+def nvcc_version(proc):
+    if proc is None:
+        return None
+    try:
+        out = proc.communicate(timeout=10)[0]
+    except Exception:
+        proc.kill()
         return None
     for line in out.splitlines():
         if "release" in line:
@@ -47,7 +58,7 @@ def main():
     out = {"interpreter": sys.executable, "interpreter_version": platform.python_version(), "installed": False}
     home = cuda_home()
     out["cuda_home"] = home
-    out["nvcc_version"] = nvcc_version(home)
+    nvcc = start_nvcc(home)
     t0 = time.time()
     try:
         import torch
@@ -55,11 +66,13 @@ def main():
         if "No module named 'torch'" not in str(exc) and "No module named torch" not in str(exc):
             out["installed"] = True
             out["error"] = "%s: %s" % (type(exc).__name__, exc)
+        out["nvcc_version"] = nvcc_version(nvcc)
         print(MARK + json.dumps(out))
         return
     except Exception as exc:
         out["installed"] = True
         out["error"] = "%s: %s" % (type(exc).__name__, exc)
+        out["nvcc_version"] = nvcc_version(nvcc)
         print(MARK + json.dumps(out))
         return
     out["import_seconds"] = round(time.time() - t0, 3)
@@ -119,6 +132,7 @@ def main():
     out["properties_seconds"] = round(time.time() - t2, 3)
     for mod in ("torchvision", "torchaudio"):
         out[mod + "_version"] = dist_version(mod)  # metadata only: importing them costs seconds
+    out["nvcc_version"] = nvcc_version(nvcc)
     print(MARK + json.dumps(out))
 
 
