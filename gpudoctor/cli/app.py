@@ -97,7 +97,10 @@ def scan(
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
     from gpudoctor.probes import interrupt
-    from gpudoctor.probes.torch_start import start as start_torch_probe
+    from gpudoctor.probes.torch_start import resolve_interpreter, start as start_torch_probe
+
+    if python is not None and resolve_interpreter(python) is None:
+        raise fail(f"--python {python}: no such interpreter")
 
     interrupt.install()  # Ctrl-C from here on: children killed, partial report kept
     start_torch_probe(python, torch_timeout)  # first: its torch import hides everything below
@@ -275,7 +278,13 @@ def check(
     from gpudoctor.facts.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
+    from gpudoctor.facts.offline import SKIPPED
+
     snap, errors = build_snapshot(paths)
+    notes = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
+    errors = [e for e in errors if not e.startswith(SKIPPED)]
+    for msg in notes:
+        sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
     if snap is None:
         for msg in errors or ["no usable input"]:
             sys.stderr.write(f"gpudoctor: error: {msg}\n")
@@ -333,6 +342,11 @@ def cluster(
     torchrun --nnodes N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST:PORT -m gpudoctor cluster\n
     srun --nodes N --ntasks-per-node 1 python -m gpudoctor cluster
     """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise fail(f"`gpudoctor cluster` runs in the training interpreter, under torchrun or srun, and needs torch; "
+                   f"{sys.executable} has no torch (run it with the interpreter that trains)")
     from gpudoctor.cluster.launch import LaunchError, detect, expand_hostlist
 
     try:

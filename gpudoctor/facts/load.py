@@ -29,6 +29,9 @@ def parse_document(text: str, name: str = "<input>") -> Snapshot:
         raise InputError(f"{name}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise InputError(f"{name}: not a gpudoctor report (top level is not an object)")
+    if doc.get("kind") == "gpudoctor-cluster-report":
+        raise InputError(f"{name}: a cluster report (from `gpudoctor cluster`); `check` reads scan reports and text "
+                         f"dumps -- pass it the per-node snapshot instead")
     snap = doc.get("snapshot") if doc.get("kind") == "gpudoctor-report" else doc
     if not isinstance(snap, dict) or "schema_version" not in snap:
         raise InputError(f"{name}: not a gpudoctor report or snapshot (no schema_version)")

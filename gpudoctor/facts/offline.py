@@ -285,6 +285,13 @@ def _attach(snap: Snapshot, name: str, value: Any) -> bool:
     return False
 
 
+SKIPPED = "skipped: "
+
+
+def _skippable(err: str) -> bool:
+    return ": unknown format" in err or ": empty file" in err or err.endswith("empty")
+
+
 def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]:
     """Read, recognise and parse ``paths`` (files or folders) into one Snapshot.
 
@@ -293,16 +300,22 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]
     """
     t0 = time.perf_counter()
     files, errors = expand_paths(paths)
+    named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
     col = Collected()
     for path in files:
         try:
             text = read_text(path)
         except InputError as exc:
-            errors.append(str(exc))
-            continue
-        err = _parse_file(path, text, col)
+            err = str(exc)
+        else:
+            err = _parse_file(path, text, col)
         if err:
-            errors.append(err)
+            # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
+            # empty capture) is skipped with a note; a file named on the command line must be readable
+            if os.path.abspath(path) not in named and _skippable(err):
+                errors.append(SKIPPED + err)
+            else:
+                errors.append(err)
     if not col.inputs:
         return None, errors
     from gpudoctor.parsers.signatures import merge_hits
@@ -378,8 +391,29 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]
     logs.error_lines += [x for x in col.unexplained if x not in logs.error_lines]
     logs.commands += col.commands
     logs.peer_access.update(col.peer)
+    _scrub_logs(logs)
     if col.lines or col.base is None:
         snap.logs = logs
     snap.known_fields = known
     snap.duration_s = round(time.perf_counter() - t0, 3)
     return snap, errors
+
+
+def _scrub_logs(logs) -> None:
+    """Remove credentials from every line the report will quote (users paste logs into public issues)."""
+    from gpudoctor.probes.env import redact, scrub
+
+    for hit in logs.signatures:
+        hit.lines = [scrub(x) for x in hit.lines]
+        hit.groups = {k: scrub(v) for k, v in hit.groups.items()}
+    logs.error_lines = [scrub(x) for x in logs.error_lines]
+    logs.kernel_messages = [scrub(x) for x in logs.kernel_messages]
+    logs.commands = [scrub(x) for x in logs.commands]
+    for x in logs.xids:
+        if getattr(x, "line", None):
+            x.line = scrub(x.line)
+    if logs.nccl is not None:
+        logs.nccl.env_set = {k: redact(k, v) for k, v in logs.nccl.env_set.items()}
+        for f in ("warnings", "lines"):
+            if isinstance(getattr(logs.nccl, f, None), list):
+                setattr(logs.nccl, f, [scrub(x) for x in getattr(logs.nccl, f)])

@@ -41,3 +41,22 @@ def collect_env(environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
 
 def probe_env(_opts=None) -> EnvFacts:
     return EnvFacts(variables=collect_env())
+
+
+_ASSIGN = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*|\s+set by environment to\s+)(?P<val>\"[^\"]*\"|'[^']*'|\S+)")
+
+
+def scrub(text: str) -> str:
+    """``text`` with credentials replaced by '<redacted>': values assigned to secret-looking names
+    (``HF_TOKEN=...``, ``password: ...``, NCCL's ``X set by environment to ...``) and token-shaped
+    strings anywhere (GitHub/HF/OpenAI/AWS/Slack tokens, JWTs, URL credentials)."""
+    if not text:
+        return text
+
+    def assign(m: "re.Match[str]") -> str:
+        if _SECRET_NAME.search(m.group("name")):
+            return f"{m.group('name')}{m.group('sep')}{REDACTED}"
+        return m.group(0)
+
+    text = _ASSIGN.sub(assign, text)
+    return _SECRET_VALUE.sub(REDACTED, text)

@@ -63,7 +63,7 @@ def probe_torch(opts) -> TorchFacts:
     if data is None:
         raise ProbeFailed(f"torch probe in {python}: {res.describe_failure() if not res.ok else 'printed no result'}",
                           kind="timeout" if res.timed_out else "crash" if (res.returncode or 0) < 0 else "error",
-                          partial=TorchFacts(interpreter=python))
+                          partial=None)  # unknown, not "not installed": TRC rules say not assessed
     data.setdefault("interpreter", python)
     return TorchFacts.model_validate(data)
 

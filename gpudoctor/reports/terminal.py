@@ -52,6 +52,8 @@ def header_lines(report: Report) -> list[str]:
     if s.inputs:  # gpudoctor check: what was read
         kinds = sorted({k for i in s.inputs for k in i.kinds})
         lines.insert(0, f"[bold]Inputs[/] {len(s.inputs)} file(s): {escape(', '.join(kinds) or 'error text')}")
+    if t is None and any(e.probe == "torch" for e in s.probe_errors):
+        lines.append("[bold]PyTorch[/] unknown: the torch probe failed (see probe errors)")
     if t:
         if t.installed and t.version:
             extra = ", ".join(x for x in (f"CUDA {t.cuda}" if t.cuda else "CPU-only build",
