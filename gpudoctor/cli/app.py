@@ -496,7 +496,13 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("gpudoctor: interrupted\n")
         sys.exit(130)
-    except Exception as exc:  # pragma: no cover - a bug; never show a traceback to users
+    except Exception as exc:
+        from gpudoctor.probes.runner import ScanInterrupted
+
+        if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
+            sys.stderr.write("gpudoctor: interrupted\n")
+            sys.exit(130)
+        # a gpudoctor bug: one line, never a traceback for users
         sys.stderr.write(f"gpudoctor: internal error: {type(exc).__name__}: {exc} "
                          f"(set GPUDOCTOR_DEBUG=1 for the traceback)\n")
         if os.environ.get("GPUDOCTOR_DEBUG"):
