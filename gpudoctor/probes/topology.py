@@ -331,6 +331,8 @@ def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPa
             m = json.loads(raw)
         except ValueError:
             continue
+        if not isinstance(m, dict):  # a number or list some library printed on the worker's stdout
+            continue
         t = m.get("t")
         if t == "fail":
             fail = m.get("error")
@@ -366,6 +368,8 @@ def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, s
             m = json.loads(raw)
         except ValueError:
             continue
+        if not isinstance(m, dict):  # a number or list some library printed on the worker's stdout
+            continue
         if m.get("t") == "fabric" and isinstance(m.get("i"), int):
             per.setdefault(m["i"], {})[m.get("k")] = m.get("v")
         elif m.get("t") == "unsupported" and m.get("k") == "fabric" and isinstance(m.get("i"), int):
@@ -399,7 +403,7 @@ def _worker(mode: str, timeout: float, run: Runner) -> tuple[list[str], Optional
             m = json.loads(ln)
         except ValueError:
             continue
-        if m.get("t") == "step":
+        if isinstance(m, dict) and m.get("t") == "step":
             last = m.get("name")
     return lines, f"NVML {mode} worker: {res.describe_failure()}" + (f" during {last}" if last else "") + \
         "; facts read before it are kept"
