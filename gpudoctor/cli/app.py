@@ -44,8 +44,13 @@ def exit_code(report, fail_on: FailOn) -> int:
 
 def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn,
          input_errors: Optional[List[str]] = None) -> None:
-    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad)."""
+    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
+
+    Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
     from gpudoctor.reports import jsonout
+    from gpudoctor.reports.redact import scrub_model
+
+    report = scrub_model(report)
 
     if save:
         try:
@@ -360,7 +365,9 @@ def cluster(
         code = share_exit_code(store, launch, None, 0, timeout * 2 + 60)
         raise typer.Exit(EXIT_OK if code is None else code)
     from gpudoctor.reports import jsonout
+    from gpudoctor.reports.redact import scrub_model
 
+    report = scrub_model(report)  # the nodes scrubbed their own reports; this covers rank 0's quotes
     findings = list(report.findings) + [f for n in report.nodes if n.report for f in n.report.findings]
     code = exit_code(type("R", (), {"findings": findings})(), fail_on)
     if save:
