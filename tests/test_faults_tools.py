@@ -387,3 +387,23 @@ def test_probe_cpu_and_memory_with_unreadable_proc_and_sys(monkeypatch):
         m = probe_memory()
     assert c.logical_cores and c.cgroup_quota_cores is None and c.sockets is None
     assert m.total_bytes and m.cgroup_limit_bytes is None
+
+
+# ------------------------------------------------------------------------------ a full disk for --save
+
+def test_save_on_a_full_disk_is_exit_2_and_leaves_no_partial_file(tmp_path):
+    """RLIMIT_FSIZE of 4 KiB: every write past it fails with EFBIG, as a full filesystem fails with ENOSPC
+    (Python ignores SIGXFSZ, so the write raises). The report does not fit: one line, exit 2, no temp file."""
+    import resource
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    out = tmp_path / "out" / "r.json"
+    out.parent.mkdir()
+    r = subprocess.run([sys.executable, "-m", "gpudoctor", "scan", "--no-confirm", "--save", str(out)],
+                       capture_output=True, text=True, cwd=str(ROOT), timeout=120, preexec_fn=small_files,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == f"gpudoctor: error: cannot write {out}: File too large"
+    assert list(out.parent.iterdir()) == []                  # neither the report nor its temp file
