@@ -21,17 +21,19 @@ from gpudoctor.facts.findings import Report
 from gpudoctor.facts.model import ConfirmationFacts
 
 from confirm_helpers import h200_snap
+from conftest import SESSION_ENV, SESSION_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 def leftovers() -> list[int]:
-    """PIDs of any confirmation-run process (launcher or rank) still alive."""
+    """PIDs of any confirmation-run process (launcher or rank) of this test session still alive."""
     pids = []
     for p in psutil.process_iter():
         try:
-            if RUN_ENV in p.environ() and p.status() != psutil.STATUS_ZOMBIE:
+            env = p.environ()
+            if RUN_ENV in env and env.get(SESSION_ENV) == SESSION_ID and p.status() != psutil.STATUS_ZOMBIE:
                 pids.append(p.pid)
         except (psutil.Error, OSError):
             continue

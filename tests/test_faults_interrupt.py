@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import SESSION_ENV, SESSION_ID
 from gpudoctor.confirm.plan import FAULT_ENV, RUN_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,12 +26,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 def marked(name: str, value: str | None = None) -> list[psutil.Process]:
-    """Live processes whose environment has ``name`` (equal to ``value`` when given)."""
+    """Live processes of this test session whose environment has ``name`` (containing ``value`` when given)."""
     out = []
     for p in psutil.process_iter():
         try:
             env = p.environ()
-            if name in env and (value is None or value in env[name]) and p.status() != psutil.STATUS_ZOMBIE:
+            if name in env and (value is None or value in env[name]) and env.get(SESSION_ENV) == SESSION_ID \
+                    and p.status() != psutil.STATUS_ZOMBIE:
                 out.append(p)
         except (psutil.Error, OSError):
             continue
