@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,11 @@ from gpudoctor.facts.model import Snapshot
 from gpudoctor.probes.nvml import assemble
 
 FIX = Path(__file__).parent / "fixtures"
+
+#: Every process this test session starts inherits this marker, so leftover checks (psutil) count only
+#: our own processes, never those of another test session running on the same machine.
+SESSION_ENV = "GPUDOCTOR_TEST_SESSION"
+SESSION_ID = os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
 H200 = FIX / "h200"
 
 

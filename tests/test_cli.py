@@ -153,3 +153,35 @@ def test_sigint_during_scan_keeps_partial_report_and_leaves_no_child(tmp_path):
     time.sleep(0.5)
     alive = [pid for pid in kid_pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
     assert alive == []
+
+
+def test_python_typo_is_a_usage_error():
+    r = gd("scan", "--python", "/nonexistent/python3.99")
+    assert r.returncode == 2 and "no such interpreter" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_check_refuses_a_cluster_report(tmp_path):
+    p = tmp_path / "cluster.json"
+    p.write_text(json.dumps({"kind": "gpudoctor-cluster-report", "schema_version": "1.0", "nodes": []}))
+    r = gd("check", str(p))
+    assert r.returncode == 2 and "a cluster report" in r.stderr
+
+
+def test_torch_probe_crash_is_not_reported_as_torch_missing(tmp_path):
+    py = tmp_path / "crashpy"
+    py.write_text(f"#!{sys.executable}\nimport os; os.kill(os.getpid(), 11)\n")
+    py.chmod(0o755)
+    r = gd("scan", "--no-confirm", "--json", "--fail-on", "never", "--python", str(py))
+    doc = json.loads(r.stdout)
+    assert "TRC001" not in {f["rule_id"] for f in doc["findings"]}
+    assert {o["rule_id"]: o["status"] for o in doc["outcomes"]}["TRC001"] == "not_assessed"
+    assert any(e["probe"] == "torch" and e["kind"] == "crash" for e in doc["snapshot"]["probe_errors"])
+
+
+def test_folder_skips_files_of_no_known_format_but_named_files_must_parse(tmp_path):
+    (tmp_path / "notes.txt").write_text("just some notes\n")
+    (tmp_path / "err.txt").write_text("RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    r = gd("check", str(tmp_path))
+    assert r.returncode == 1 and "skipped (in a folder)" in r.stderr and "SIG001" in r.stdout
+    r = gd("check", str(tmp_path / "notes.txt"), str(tmp_path / "err.txt"))
+    assert r.returncode == 2 and "unknown format" in r.stderr and "SIG001" in r.stdout

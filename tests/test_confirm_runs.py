@@ -22,15 +22,10 @@ from gpudoctor.facts.findings import Report
 from gpudoctor.facts.model import ConfirmationFacts
 
 from confirm_helpers import h200_snap
+from conftest import SESSION_ENV, SESSION_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
-
-
-# Every process started by this test module inherits this marker, so the orphan check counts only
-# our own runs, never those of another test session sharing the machine.
-SESSION = uuid.uuid4().hex
-os.environ["GPUDOCTOR_TEST_SESSION"] = SESSION
 
 
 def leftovers() -> list[int]:
@@ -39,7 +34,7 @@ def leftovers() -> list[int]:
     for p in psutil.process_iter():
         try:
             env = p.environ()
-            if RUN_ENV in env and env.get("GPUDOCTOR_TEST_SESSION") == SESSION and p.status() != psutil.STATUS_ZOMBIE:
+            if RUN_ENV in env and env.get(SESSION_ENV) == SESSION_ID and p.status() != psutil.STATUS_ZOMBIE:
                 pids.append(p.pid)
         except (psutil.Error, OSError):
             continue

@@ -117,3 +117,104 @@ def test_pipeline_never_raises(tmp_path_factory, a, b, c):
         rep = evaluate(snap)
         assert not [o for o in rep.outcomes if (o.reason or "").startswith("rule error")], \
             [o.reason for o in rep.outcomes if (o.reason or "").startswith("rule error")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Issue 6: the parsers the table above did not reach, other text/stream readers, and a check that every module of
+# gpudoctor/parsers is fuzzed (so a new parser module cannot be added without its fuzz test).
+
+from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E402
+from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
+from gpudoctor.parsers import _text, topo, torch_messages  # noqa: E402
+from gpudoctor.probes import nvml as nvml_probe, topology as topology_probe, torch_probe  # noqa: E402
+
+MORE = {  # name -> (function of one text, REAL capture it is mutated from, the clear error it may raise)
+    "topo": (topo.parse_topo_matrix, "topology/topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt", ParseError),
+    "topo_h200_ansi": (topo.parse_topo_matrix, "topology/h200-topo-m.txt", ParseError),
+    "torch_messages": (torch_messages.parse_messages, "corpus/020-torch-arch-list-missing-sm61/error.txt", ()),
+    "torch_facts_from_texts": (lambda t: torch_messages.facts_from_texts([t]),
+                               "corpus/008-torch21-cu121-on-driver-470/collect_env.txt", ()),
+    "env_lines": (env_dump.parse_env_lines, "corpus/raw/collect_env/005-vllm-sectioned-torch2.8-cu128-4xa30-full.txt", ()),
+    "torch_probe_output": (torch_probe.parse_output, "h200/torch-probe.txt", ()),
+    "nvml_worker_stream": (lambda t: nvml_probe.assemble(t.splitlines())[0].model_dump_json(),
+                           "h200/nvml-worker-busy.jsonl", ()),
+    "topology_worker_stream": (lambda t: topology_probe.assemble_topology(t.splitlines()),
+                               "h200/nvml-worker-busy.jsonl", ()),
+    "report_document": (parse_document, "h200/scan.json", InputError),
+    "torch_pin": (lambda t: parse_pin(t[:200]), "h200/torch-probe.txt", PinError),
+}
+# small helpers that read one value or one line of pasted text: never raise (or only their documented ValueError)
+HELPERS = {
+    "to_int": (_text.to_int, ()), "to_float": (_text.to_float, ()), "to_bool": (_text.to_bool, ()),
+    "size_bytes": (_text.size_bytes, ()), "na": (_text.na, ()), "clean": (_text.clean, ()),
+    "first_bdf": (dmesg.first_bdf, ()), "join_nvrm": (dmesg.join_nvrm, ()),
+    "docker_gpu_request": (commands.docker_gpu_request, ()), "looks_like_env": (detect.looks_like_env, ()),
+    "normalize_bdf": (lspci.normalize_bdf, ValueError), "link_class": (topo.link_class, ()),
+    "nvlink_count": (topo.nvlink_count, ()), "strip_ansi": (topo.strip_ansi, ()),
+}
+
+
+def _call_more(fn, text, errors):
+    try:
+        fn(text)
+    except errors as exc:  # noqa: PERF203 - the documented, clear error
+        assert str(exc) and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+@FUZZ
+@given(text=st.text(alphabet, max_size=400))
+def test_random_text_more(name, text):
+    fn, _, errors = MORE[name]
+    _call_more(fn, text, errors)
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_mutated_real_input_more(name):
+    fn, rel, errors = MORE[name]
+    base = (FIX / rel).read_text()
+    if name not in ("torch_pin", "topology_worker_stream"):
+        assert fn(base)  # the real capture gives a result
+
+    @FUZZ
+    @given(text=mutated(base))
+    def inner(text):
+        _call_more(fn, text, errors)
+
+    inner()
+
+
+@pytest.mark.parametrize("name", sorted(HELPERS))
+@settings(max_examples=150, deadline=None)
+@given(text=st.one_of(st.text(alphabet, max_size=80),
+                      st.sampled_from(["0", "-1", "1e309", "nan", "N/A", "[N/A]", "12 MiB", "3.5 GB", "yes", "Enabled",
+                                       "0000:17:00.0", "00000000:17:00.0", "17:00.0", "NV12", "PIX", "\x1b[31mSYS",
+                                       "NVRM: GPU at PCI:0000:17:00: GPU has fallen off the bus."])))
+def test_helpers_never_raise(name, text):
+    fn, errors = HELPERS[name]
+    _call_more(fn, text, errors)
+
+
+@FUZZ
+@given(text=mutated((FIX.parent.parent / "examples" / "requirements-train.txt").read_text()))
+def test_requirements_file_mutated(tmp_path_factory, text):
+    p = tmp_path_factory.mktemp("req") / "requirements.txt"
+    p.write_text(text, encoding="utf-8", errors="replace")
+    try:
+        pins_from_file(str(p))
+    except PinError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
+
+def test_every_parser_module_is_fuzzed():
+    import pkgutil
+
+    import gpudoctor.parsers as pkg
+
+    modules = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
+    fuzzed = {fn.__module__.rsplit(".", 1)[-1] for fn, _ in PARSERS.values()}
+    fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _, _ in MORE.values()}
+    fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _ in HELPERS.values()}
+    fuzzed |= {"detect", "signatures"}  # test_detect_and_signatures_never_raise
+    fuzzed |= {"torch_messages"}        # lambdas above (facts_from_texts) are defined in this module
+    assert modules - fuzzed == set(), f"parser modules without a fuzz test: {sorted(modules - fuzzed)}"

@@ -44,8 +44,13 @@ def exit_code(report, fail_on: FailOn) -> int:
 
 def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn,
          input_errors: Optional[List[str]] = None) -> None:
-    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad)."""
+    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
+
+    Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
     from gpudoctor.reports import jsonout
+    from gpudoctor.reports.redact import scrub_model
+
+    report = scrub_model(report)
 
     if save:
         try:
@@ -383,7 +388,9 @@ def cluster(
         code = share_exit_code(store, launch, None, 0, timeout * 2 + 60)
         raise typer.Exit(EXIT_OK if code is None else code)
     from gpudoctor.reports import jsonout
+    from gpudoctor.reports.redact import scrub_model
 
+    report = scrub_model(report)  # the nodes scrubbed their own reports; this covers rank 0's quotes
     findings = list(report.findings) + [f for n in report.nodes if n.report for f in n.report.findings]
     code = exit_code(type("R", (), {"findings": findings})(), fail_on)
     if save:
@@ -519,7 +526,13 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("gpudoctor: interrupted\n")
         sys.exit(130)
-    except Exception as exc:  # pragma: no cover - a bug; never show a traceback to users
+    except Exception as exc:
+        from gpudoctor.probes.runner import ScanInterrupted
+
+        if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
+            sys.stderr.write("gpudoctor: interrupted\n")
+            sys.exit(130)
+        # a gpudoctor bug: one line, never a traceback for users
         sys.stderr.write(f"gpudoctor: internal error: {type(exc).__name__}: {exc} "
                          f"(set GPUDOCTOR_DEBUG=1 for the traceback)\n")
         if os.environ.get("GPUDOCTOR_DEBUG"):

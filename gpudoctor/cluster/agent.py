@@ -40,6 +40,7 @@ from typing import Any, Optional
 
 from gpudoctor.cluster.launch import LaunchInfo
 from gpudoctor.probes.runner import ProbeOptions
+from gpudoctor.reports.redact import scrub_model
 
 TEST_HANG = "GPUDOCTOR_TEST_HANG"
 TEST_DELAY = "GPUDOCTOR_TEST_LINK_DELAY_MS"
@@ -338,7 +339,8 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
     snap: dict[str, Any] = {"report": None, "scan_s": None, "cuda_devices": None}
     if launch.is_leader:
         report, secs = scan_node(opts)
-        snap = {"report": report.model_dump(mode="json"), "scan_s": round(secs, 3)}
+        # scrubbed here, with this node's environment: rank 0 does not know the other nodes' secret values
+        snap = {"report": scrub_model(report).model_dump(mode="json"), "scan_s": round(secs, 3)}
     try:
         snap["cuda_devices"] = torch.cuda.device_count() if (not opts.cpu and torch.cuda.is_available()) else 0
         if snap["cuda_devices"]:

@@ -40,7 +40,8 @@ def cgroup_cpu_quota(root: str = "/") -> Optional[float]:
 
     The smallest quota on the path from this process's cgroup to the root wins. When
     /proc/self/cgroup points at a path not visible in the container's mount
-    namespace, the mount root itself is read.
+    namespace, the mount root itself is read. Missing, unreadable or malformed files (a
+    zero or negative period or quota) are skipped, never raised.
     """
     v2, v1 = _self_cgroup_path(root)
     best: Optional[float] = None
@@ -52,10 +53,12 @@ def cgroup_cpu_quota(root: str = "/") -> Optional[float]:
                 q, _, p = text.partition(" ")
                 if q != "max":
                     try:
-                        cores = int(q) / int(p or "100000")
-                        best = cores if best is None else min(best, cores)
+                        quota, period = int(q), int(p or "100000")
                     except ValueError:
-                        pass
+                        continue
+                    if quota > 0 and period > 0:  # a zero/negative value is a broken file, not a limit
+                        cores = quota / period
+                        best = cores if best is None else min(best, cores)
     for ctl in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
         base1 = os.path.join(root, "sys/fs/cgroup", ctl)
         if not os.path.isdir(base1):
@@ -64,11 +67,12 @@ def cgroup_cpu_quota(root: str = "/") -> Optional[float]:
             q = read_text(os.path.join(d, "cpu.cfs_quota_us"))
             p = read_text(os.path.join(d, "cpu.cfs_period_us"))
             try:
-                if q and p and int(q) > 0:
-                    cores = int(q) / int(p)
-                    best = cores if best is None else min(best, cores)
+                quota, period = (int(q), int(p)) if q and p else (0, 0)
             except ValueError:
-                pass
+                continue
+            if quota > 0 and period > 0:  # -1 = unlimited; a zero period is a broken file, not a limit
+                cores = quota / period
+                best = cores if best is None else min(best, cores)
         break
     return best
 
@@ -94,6 +98,14 @@ def cpu_model(root: str = "/") -> Optional[str]:
     return None
 
 
+def _physical_cores() -> Optional[int]:
+    """psutil's physical core count; None when /proc/cpuinfo or sysfs cannot be read (psutil raises then)."""
+    try:
+        return psutil.cpu_count(logical=False)
+    except (OSError, psutil.Error):
+        return None
+
+
 def probe_cpu(_opts=None) -> CpuFacts:
     try:
         affinity = len(os.sched_getaffinity(0))
@@ -115,7 +127,7 @@ def probe_cpu(_opts=None) -> CpuFacts:
     return CpuFacts(
         model=model,
         sockets=count_sockets(),
-        physical_cores=psutil.cpu_count(logical=False),
+        physical_cores=_physical_cores(),
         logical_cores=logical,
         affinity_cores=affinity,
         cgroup_quota_cores=round(quota, 3) if quota is not None else None,

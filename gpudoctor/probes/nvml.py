@@ -41,6 +41,8 @@ def assemble(lines: Iterable[str]) -> tuple[NvmlFacts, Optional[str], bool]:
             msg = json.loads(raw)
         except ValueError:
             continue
+        if not isinstance(msg, dict):  # a number or list some library printed on the worker's stdout
+            continue
         t = msg.get("t")
         if t == "step":
             last_step = msg.get("name")

@@ -20,7 +20,8 @@ PROBES: list[Probe] = [
     Probe("memory", "memory", probe_memory),
     Probe("storage", "storage", probe_storage),
     Probe("env", "env", probe_env),
-    Probe("topology", "topology", probe_topology, timeout_s=lambda o: 2 * o.nvml_timeout_s + 40),
+    Probe("topology", "topology", probe_topology,
+          timeout_s=lambda o: 2 * o.nvml_timeout_s + 2 * o.tool_timeout_s + 10),  # 2 NVML workers, 2 tools
     Probe("libpath", "libpath", probe_libpath),
 ]
 

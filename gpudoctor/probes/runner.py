@@ -42,6 +42,8 @@ class ProbeOptions:
     ``python``: the target interpreter for the torch probe (None = auto).
     ``data_path``: the directory whose filesystem the storage probe inspects.
     ``torch_timeout_s`` / ``nvml_timeout_s``: hard limits for those child processes.
+    ``tool_timeout_s``: hard limit for each helper program (``nvidia-smi topo -m``, ``lspci -vvv``);
+    a hung one is killed with its process group and recorded as the probe's error for that part.
     """
 
     python: Optional[str] = None
@@ -49,6 +51,7 @@ class ProbeOptions:
     torch_timeout_s: float = 90.0
     nvml_timeout_s: float = 30.0
     probe_timeout_s: float = 20.0
+    tool_timeout_s: float = 15.0
 
 
 @dataclass

@@ -73,6 +73,17 @@ def _speed_gts(text: Optional[str]) -> Optional[float]:
     return float(m.group(1)) if m else None
 
 
+def _ls(path: str) -> Optional[list[str]]:
+    """Sorted entries of a directory: [] when it does not exist (absent), None when it exists but
+    cannot be read (EACCES, EIO, a file where a directory should be): unknown, not absent."""
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+
+
 def _link_name(path: str) -> Optional[str]:
     try:
         return os.path.basename(os.readlink(path))
@@ -154,18 +165,17 @@ def pci_path(roots: Roots, bdf: str) -> tuple[list[str], Optional[str]]:
     return hops or [bdf], root
 
 
-def list_pci(roots: Roots) -> list[str]:
-    try:
-        return sorted(x for x in os.listdir(roots.s("bus", "pci", "devices")) if BDF_RE.match(x))
-    except OSError:
-        return []
+def list_pci(roots: Roots) -> Optional[list[str]]:
+    """BDFs under /sys/bus/pci/devices: [] when it is missing, None when it cannot be read."""
+    names = _ls(roots.s("bus", "pci", "devices"))
+    return None if names is None else [x for x in names if BDF_RE.match(x)]
 
 
 def collect_pcie(roots: Roots, gpu_bdfs: dict[str, int], nic_bdfs: dict[str, str]) -> tuple[list[PcieDevice], list[PciePath]]:
     """PcieDevice for every GPU and NIC and every bridge on their paths, plus each path."""
     devices: dict[str, PcieDevice] = {}
     paths: list[PciePath] = []
-    for bdf in list_pci(roots):
+    for bdf in list_pci(roots) or []:
         if bdf in gpu_bdfs or bdf in nic_bdfs:
             continue
         d = roots.s("bus", "pci", "devices", bdf)
@@ -211,11 +221,8 @@ def merge_lspci(devs: list[PcieDevice], parsed: Iterable[PciDevice]) -> None:
 # ---------------------------------------------------------------------------------- IOMMU, IB, net, modules
 
 def collect_iommu(roots: Roots, gpu_bdfs: Iterable[str]) -> IommuFacts:
-    groups_dir = roots.s("kernel", "iommu_groups")
-    try:
-        groups = [g for g in os.listdir(groups_dir) if g.isdigit()]
-    except OSError:
-        groups = []
+    names = _ls(roots.s("kernel", "iommu_groups"))
+    groups = [g for g in names or [] if g.isdigit()]
     cmdline = read_text(roots.p("cmdline")) or ""
     flags = [t for t in cmdline.split() if re.match(r"(intel_iommu|amd_iommu|iommu|iommu\.\w+|pci)=", t)]
     types: dict[str, str] = {}
@@ -224,6 +231,8 @@ def collect_iommu(roots: Roots, gpu_bdfs: Iterable[str]) -> IommuFacts:
         if t:
             types[bdf] = t
     mode: Optional[str]
+    if names is None:  # unreadable: the IOMMU may well be on
+        return IommuFacts(enabled=None, mode="unknown", cmdline_flags=flags)
     if not groups:
         mode = "off"
     elif types:
@@ -251,10 +260,9 @@ def _state(text: Optional[str]) -> Optional[str]:
 
 def collect_ib(roots: Roots) -> tuple[Optional[bool], list[IbPort]]:
     base = roots.s("class", "infiniband")
-    try:
-        devs = sorted(os.listdir(base))
-    except OSError:
-        return False, []
+    devs = _ls(base)
+    if devs is None:
+        return None, []  # unreadable: unknown, not absent
     ports: list[IbPort] = []
     for dev in devs:
         bdf = _link_name(os.path.join(base, dev, "device"))
@@ -282,10 +290,7 @@ def collect_ib(roots: Roots) -> tuple[Optional[bool], list[IbPort]]:
 
 def collect_net(roots: Roots) -> list[NetIface]:
     base = roots.s("class", "net")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
+    names = _ls(base) or []
     out = []
     for name in names:
         d = os.path.join(base, name)
@@ -326,6 +331,8 @@ def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPa
             m = json.loads(raw)
         except ValueError:
             continue
+        if not isinstance(m, dict):  # a number or list some library printed on the worker's stdout
+            continue
         t = m.get("t")
         if t == "fail":
             fail = m.get("error")
@@ -361,6 +368,8 @@ def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, s
             m = json.loads(raw)
         except ValueError:
             continue
+        if not isinstance(m, dict):  # a number or list some library printed on the worker's stdout
+            continue
         if m.get("t") == "fabric" and isinstance(m.get("i"), int):
             per.setdefault(m["i"], {})[m.get("k")] = m.get("v")
         elif m.get("t") == "unsupported" and m.get("k") == "fabric" and isinstance(m.get("i"), int):
@@ -394,7 +403,7 @@ def _worker(mode: str, timeout: float, run: Runner) -> tuple[list[str], Optional
             m = json.loads(ln)
         except ValueError:
             continue
-        if m.get("t") == "step":
+        if isinstance(m, dict) and m.get("t") == "step":
             last = m.get("name")
     return lines, f"NVML {mode} worker: {res.describe_failure()}" + (f" during {last}" if last else "") + \
         "; facts read before it are kept"
@@ -408,10 +417,11 @@ def probe_topology(opts=None, roots: Optional[Roots] = None, run: Runner = run_c
     recorded in ``errors`` (and ``matrix_error``) and the rest is still collected."""
     roots = roots or Roots()
     timeout = getattr(opts, "nvml_timeout_s", 30.0)
+    tool_timeout = getattr(opts, "tool_timeout_s", 15.0)
     facts = TopologyFacts()
     # 1. nvidia-smi topo -m
     if which("nvidia-smi"):
-        res = run(["nvidia-smi", "topo", "-m"], timeout=15)
+        res = run(["nvidia-smi", "topo", "-m"], timeout=tool_timeout)
         if res.ok:
             try:
                 facts.matrix = parse_topo_matrix(res.stdout)
@@ -443,7 +453,11 @@ def probe_topology(opts=None, roots: Optional[Roots] = None, run: Runner = run_c
             facts.errors[f"nvml_fabric_gpu{i}"] = e
     # 3. RDMA / network devices
     facts.ib_present, facts.ib_ports = collect_ib(roots)
+    if facts.ib_present is None:
+        facts.errors["infiniband"] = f"{roots.s('class', 'infiniband')} not readable"
     facts.net_ifaces = collect_net(roots)
+    if _ls(roots.s("class", "net")) is None:
+        facts.errors["net"] = f"{roots.s('class', 'net')} not readable"
     nic_bdfs: dict[str, str] = {}
     for p in facts.ib_ports:
         if p.pci_bus_id:
@@ -453,10 +467,10 @@ def probe_topology(opts=None, roots: Optional[Roots] = None, run: Runner = run_c
             nic_bdfs.setdefault(n.pci_bus_id, n.name)
     # 4. sysfs PCIe paths (+ lspci)
     facts.pcie, facts.paths = collect_pcie(roots, gpu_bdfs, nic_bdfs)
-    if not facts.paths and not os.path.isdir(roots.s("bus", "pci", "devices")):
+    if not facts.paths and (list_pci(roots) is None or not os.path.isdir(roots.s("bus", "pci", "devices"))):
         facts.errors["pcie"] = f"{roots.s('bus', 'pci', 'devices')} not readable"
     if which("lspci"):
-        res = run(["lspci", "-vvv"], timeout=15)
+        res = run(["lspci", "-vvv"], timeout=tool_timeout)
         facts.lspci_available = True
         if res.ok:
             try:
@@ -469,5 +483,7 @@ def probe_topology(opts=None, roots: Optional[Roots] = None, run: Runner = run_c
         facts.lspci_available = False
     # 5. IOMMU, peer memory module
     facts.iommu = collect_iommu(roots, [b for b, i in gpu_bdfs.items()])
+    if facts.iommu.enabled is None:
+        facts.errors["iommu"] = f"{roots.s('kernel', 'iommu_groups')} not readable"
     facts.peermem_loaded, facts.peermem_module = collect_peermem(roots)
     return finish(facts)

@@ -36,9 +36,10 @@ def parse_output(stdout: str) -> Optional[dict]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             try:
-                return json.loads(line[len(MARK):])
+                data = json.loads(line[len(MARK):])
             except ValueError:
                 return None
+            return data if isinstance(data, dict) else None
     return None
 
 

@@ -90,6 +90,8 @@ def render_topology(topo: TopologyFacts, console: Console, verbose: bool = False
         if verbose:
             console.print()
             console.print(f"[bold]Topology[/] [dim]nothing seen ({escape(topo.matrix_error or 'no GPU or NIC')})[/]")
+            for k, v in topo.errors.items():
+                console.print(f"  [dim]{escape(k)}: {escape(v)}[/]", highlight=False)
         return
     console.print()
     console.print("[bold]Topology[/]")

@@ -302,7 +302,7 @@ def iommu_translated(ctx):
                            f"kernel parameters: {' '.join(io.cmdline_flags) or '(no iommu parameter)'}"],
                           subject="IOMMU", data=io.model_dump(exclude={"source"}))
     elif io.mode == "unknown":
-        raise NotAssessed("IOMMU groups exist but the GPUs' group type is not readable")
+        raise NotAssessed("IOMMU groups unreadable, or they exist but the GPUs' group type is not readable")
 
 
 @rule("TOP006", AREA, "error", "NVLink down, fewer links than expected, or link errors",

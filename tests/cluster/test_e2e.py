@@ -100,11 +100,17 @@ def by_rule(rep, rid):
     return [f for f in rep.findings if f.rule_id == rid]
 
 
+PLANTED = {"HF_TOKEN": "hf_PLANTEDs3cretS3CRETs3cret{}", "TORCH_API_KEY": "PLANTED-KEY-node{}",
+           "AWS_SECRET_ACCESS_KEY": "PLANTED-AWS-node{}-abcdef", "NCCL_IB_HCA_TOKEN": "tok-PLANTED-{}"}
+
+
 @pytest.fixture(scope="module")
 def torchrun_run(tmp_path_factory):
     """3 torchrun agents (c10d rendezvous): one with NCCL_ALGO and a slow link, one with a skewed clock."""
     tmp = tmp_path_factory.mktemp("torchrun")
     envs = [{}, {"NCCL_ALGO": "Ring", "GPUDOCTOR_TEST_LINK_DELAY_MS": "60"}, {"GPUDOCTOR_TEST_CLOCK_SKEW_MS": "400"}]
+    for i, e in enumerate(envs):  # planted secrets, different on each node (test_cluster_report_never_shows_secrets)
+        e.update({k: v.format(i) for k, v in PLANTED.items()})
     t0 = time.monotonic()
     procs = torchrun_agents(tmp, envs, ["--cpu", "--json", "--save", str(tmp / "saved.json"), "--timeout", "40",
                                         "--iters", "5", "--warmup", "1", "--probes", LIGHT, "--size-mib", "0.25"], free_port())
@@ -140,6 +146,17 @@ def test_torchrun_report_names_the_odd_node(torchrun_run):
     # the saved file is the same document
     saved = ClusterReport.model_validate_json((torchrun_run["tmp"] / "saved.json").read_text())
     assert saved.created_at == rep.created_at and len(saved.nodes) == 3
+
+
+def test_cluster_report_never_shows_secrets(torchrun_run):
+    """Secrets planted in every node's environment (different values per node) reach neither rank 0's JSON,
+    the saved report, nor any rank's stdout/stderr; the nodes' env sections say <redacted>."""
+    saved = (torchrun_run["tmp"] / "saved.json").read_text()
+    for blob in [saved, *torchrun_run["outs"], *torchrun_run["errs"]]:
+        assert "PLANTED" not in blob
+    rep = the_report(torchrun_run)
+    assert [n.report.snapshot.env.variables["TORCH_API_KEY"] for n in rep.nodes] == ["<redacted>"] * 3
+    assert not by_rule(rep, "CLU005") or all(f.subject != "TORCH_API_KEY" for f in by_rule(rep, "CLU005"))
 
 
 def test_torchrun_slow_node_found_by_pairwise_tests(torchrun_run):

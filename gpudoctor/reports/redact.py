@@ -1,0 +1,74 @@
+"""Last line of defence against secrets in reports: scrub every string of a report before it is shown or saved.
+
+The env probe already keeps only training variables and redacts secret-looking ones
+(:func:`gpudoctor.probes.env.redact`). But reports also quote free text: error lines of a pasted log
+(``gpudoctor check``), the tail of a confirmation run's rank log, an NCCL warning, a probe's error
+message. Any of them can carry a token (a traceback showing ``token="hf_..."``, a URL with
+``user:password@``). :func:`scrub_model` replaces, in every string field of a report:
+
+- the value of every secret-looking variable of this process's environment (same test as the env
+  probe: name with TOKEN/SECRET/PASSWORD/KEY/..., or a value shaped like a credential), 8+ characters;
+- credential-shaped values (GitHub/Hugging Face/OpenAI/Slack tokens, AWS access key ids, JWTs,
+  private-key headers, ``scheme://user:password@``);
+- the value in ``NAME=value`` / ``NAME: value`` / ``--name value`` when NAME says token, secret,
+  password, api key, access key, private key or credential (``HF_TOKEN=...``, ``password: ...``).
+
+Each is replaced by ``<redacted>``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, Mapping, Optional, TypeVar
+
+from gpudoctor.probes.env import REDACTED, is_secret
+
+M = TypeVar("M")
+
+_SHAPED = re.compile(
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}"
+    r"|xox[baprs]-[A-Za-z0-9-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]+)?)"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(?:-----END [A-Z ]*PRIVATE KEY-----)?")
+_URL_CRED = re.compile(r"(://[^/\s:@\"']+:)[^/\s@\"']+(@)")
+_NAME = r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)" \
+        r"(?:[_.-][A-Za-z0-9_.-]*)?"
+_NAMED = re.compile(rf"(?i)(\b{_NAME}[\"']?\s*[=:]\s*[\"']?|--{_NAME}[ =][\"']?)(?!<redacted>)([^\s\"',;)}}\]]{{3,}})")
+
+
+def secret_values(environ: Optional[Mapping[str, str]] = None, min_len: int = 8) -> list[str]:
+    """Values of the secret-looking variables of ``environ`` (default os.environ), longest first."""
+    environ = os.environ if environ is None else environ
+    vals = {v for k, v in environ.items() if v and len(v) >= min_len and is_secret(k, v)}
+    return sorted(vals, key=len, reverse=True)
+
+
+def scrub_text(text: str, values: Iterable[str] = ()) -> str:
+    """``text`` with every known secret value and every credential-shaped token replaced by <redacted>."""
+    if not text:
+        return text
+    for v in values:
+        if v in text:
+            text = text.replace(v, REDACTED)
+    text = _SHAPED.sub(REDACTED, text)
+    text = _URL_CRED.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
+    return _NAMED.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _walk(obj: Any, values: list[str]) -> Any:
+    if isinstance(obj, str):
+        return scrub_text(obj, values)
+    if isinstance(obj, list):
+        return [_walk(x, values) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _walk(v, values) for k, v in obj.items()}
+    return obj
+
+
+def scrub_model(model: M, environ: Optional[Mapping[str, str]] = None) -> M:
+    """A copy of a pydantic report (Report, ClusterReport, Snapshot) with every string scrubbed (see module doc).
+
+    Dict keys (variable names, rule ids) are kept; only values change. Never raises for a valid model.
+    """
+    values = secret_values(environ)
+    data = _walk(model.model_dump(mode="json"), values)
+    return type(model).model_validate(data)
