@@ -83,6 +83,7 @@ def test_check_bad_input_is_one_line_and_exit_2(tmp_path, setup, needle):
 def test_usage_errors_exit_2(args):
     r = gd(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "error:" in r.stderr
 
 
 def test_save_to_unwritable_dir_is_exit_2(tmp_path):
@@ -185,3 +186,8 @@ def test_folder_skips_files_of_no_known_format_but_named_files_must_parse(tmp_pa
     assert r.returncode == 1 and "skipped (in a folder)" in r.stderr and "SIG001" in r.stdout
     r = gd("check", str(tmp_path / "notes.txt"), str(tmp_path / "err.txt"))
     assert r.returncode == 2 and "unknown format" in r.stderr and "SIG001" in r.stdout
+
+
+def test_version():
+    r = gd("--version")
+    assert r.returncode == 0 and r.stdout.startswith("gpudoctor ")

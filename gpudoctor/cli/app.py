@@ -20,6 +20,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage/input error, 3 internal error.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from gpudoctor import __version__
+
+        sys.stdout.write(f"gpudoctor {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print gpudoctor's version and exit.")):
+    """Is this GPU host fit for multi-GPU PyTorch training, and what must be fixed?"""
+
+
 class FailOn(str, enum.Enum):
     error = "error"
     warning = "warning"
@@ -519,10 +533,28 @@ def cuda_version_check(
 
 def main() -> None:
     """Console entry point: run the app; turn any unexpected exception into one line and exit 3."""
+    try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover
+        from click import exceptions as cx
+
     try:
-        app()
+        rv = app(standalone_mode=False)
+        # --help prints and returns; typer.Exit(code) returns its code in non-standalone mode
+        sys.exit(rv if isinstance(rv, int) else 0)
     except SystemExit:
         raise
+    except cx.UsageError as exc:
+        # one line, not click's usage block: "gpudoctor scan: No such option: --frob"
+        cmd = f" {exc.ctx.info_name}" if exc.ctx is not None and exc.ctx.parent is not None else ""
+        sys.stderr.write(f"gpudoctor{cmd}: error: {exc.format_message()} (see `gpudoctor{cmd} --help`)\n")
+        sys.exit(EXIT_USAGE)
+    except (getattr(cx, "Abort", typer.Abort), typer.Abort):
+        sys.stderr.write("gpudoctor: interrupted\n")
+        sys.exit(130)
+    except cx.ClickException as exc:
+        sys.stderr.write(f"gpudoctor: error: {exc.format_message()}\n")
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         sys.stderr.write("gpudoctor: interrupted\n")
         sys.exit(130)
