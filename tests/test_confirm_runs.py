@@ -25,7 +25,9 @@ from confirm_helpers import h200_snap
 from conftest import SESSION_ENV, SESSION_ID
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+from conftest import needs_torch  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90), needs_torch]
 
 
 def leftovers() -> list[int]:

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import SESSION_ENV, SESSION_ID
 from gpudoctor.confirm.plan import FAULT_ENV, RUN_ENV
+from conftest import needs_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -66,6 +67,7 @@ def joined(tmp_path: Path) -> bool:
     return len(states) == 2 and all(s.get("joined") for s in states)
 
 
+@needs_torch
 def test_sigint_during_smoke_with_a_hanging_rank_leaves_nothing(tmp_path):
     p = start(["smoke", "--cpu", "--nproc", "2", "--timeout", "60", "--no-baseline"],
               {FAULT_ENV: "1:hang:ddp"}, tmp_path)

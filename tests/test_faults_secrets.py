@@ -19,6 +19,7 @@ import pytest
 from gpudoctor.confirm.plan import FAULT_ENV, RUN_ENV
 from gpudoctor.facts.findings import Report
 from gpudoctor.reports.redact import scrub_model, scrub_text, secret_values
+from conftest import needs_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HF = "hf_" + "S3CRETs3cret" * 3
@@ -132,6 +133,7 @@ def test_check_output_never_shows_planted_secrets(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(90)
+@needs_torch
 def test_smoke_json_and_rank_logs_never_show_planted_secrets(tmp_path):
     """smoke --cpu, rank 1 raising during DDP (so the logs hold a traceback), NCCL_DEBUG=INFO and
     TORCH_CPP_LOG_LEVEL=INFO asked for, --keep-logs: the JSON, stderr and every file the worker wrote."""

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from gpudoctor.facts.cluster import ClusterReport
+from conftest import needs_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,6 +18,7 @@ def gd(*args, env=None):
                           timeout=60)
 
 
+@needs_torch
 def test_cluster_outside_a_launcher_is_a_usage_error():
     r = gd("cluster", "--cpu")
     assert r.returncode == 2 and r.stdout == ""
@@ -24,12 +26,14 @@ def test_cluster_outside_a_launcher_is_a_usage_error():
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@needs_torch
 def test_cluster_unknown_probe_is_a_usage_error():
     r = gd("cluster", "--probes", "host,gpus", env={"SLURM_PROCID": "0", "SLURM_NTASKS": "1",
                                                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"})
     assert r.returncode == 2 and "unknown probe(s) gpus" in r.stderr
 
 
+@needs_torch
 def test_cluster_unreachable_store_is_one_line():
     r = gd("cluster", "--cpu", "--timeout", "1", env={"SLURM_PROCID": "1", "SLURM_NTASKS": "2",
                                                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "9"})

@@ -17,7 +17,9 @@ import pytest
 
 from gpudoctor.facts.cluster import ClusterReport
 
-pytestmark = pytest.mark.slow
+from conftest import needs_torch  # noqa: E402
+
+pytestmark = [pytest.mark.slow, needs_torch]
 ROOT = Path(__file__).resolve().parents[2]
 LIGHT = "host,cpu,memory,env"  # per-node scan without the torch/NVML subprocesses, to keep the suite fast
 
