@@ -112,7 +112,10 @@ class Ctx:
         nv = self.snap.nvml
         if nv is None:
             raise NotAssessed("NVML facts missing (probe failed)")
-        if not nv.available or not nv.gpus:
+        if not nv.available:
+            # without a driver the GPUs (if any) cannot be read: unknown, not "none" (DRV001 says why)
+            raise NotAssessed("NVML unusable (see DRV001): the GPUs cannot be read")
+        if not nv.gpus:
             raise NotApplicable("no NVIDIA GPU visible to NVML")
         return nv.gpus
 

@@ -8,6 +8,9 @@ GIB = 1024 ** 3
 
 
 def _gpus_or_na(ctx) -> int:
+    nv = ctx.snap.nvml
+    if nv is None or not nv.available:
+        raise NotAssessed("NVML unusable (see DRV001): the GPU count is unknown")
     n = ctx.gpu_count()
     if n == 0:
         raise NotApplicable("no NVIDIA GPU on this host")
