@@ -106,8 +106,18 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         if offline_na:  # `check` on a few dumps: one line per area instead of one per rule
             console.print(f"    [magenta]?[/] [dim]not assessed, their facts are not in the inputs: "
                           f"{', '.join(o.rule_id for o in offline_na)} (-v for why)[/]", highlight=False)
+        # a scan: rules not assessed for one shared reason (e.g. no driver) fold into one line
+        by_reason: dict = defaultdict(list)
         for o in outs:
-            if o in offline_na:
+            if o.status == "not_assessed" and not verbose and o not in offline_na:
+                by_reason[o.reason or ""].append(o)
+        folded = [o for group in by_reason.values() if len(group) > 1 for o in group]
+        for reason, group in by_reason.items():
+            if len(group) > 1:
+                console.print(f"    [magenta]?[/] [dim]not assessed ({escape(reason) or 'facts missing'}): "
+                              f"{', '.join(o.rule_id for o in group)}[/]", highlight=False)
+        for o in outs:
+            if o in offline_na or o in folded:
                 continue
             if o.status == "not_assessed" or (verbose and o.status in ("pass", "not_applicable")):
                 s, st = MARK[o.status]
