@@ -47,6 +47,20 @@ def fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":
     return typer.Exit(code)
 
 
+def report_console():
+    """The console reports go to: the terminal's width on a TTY; 120 columns (or $COLUMNS) when piped or
+    saved, so tables do not wrap at 80."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console()
+    try:
+        width = int(os.environ.get("COLUMNS", "120"))
+    except ValueError:
+        width = 120
+    return Console(width=max(60, width))
+
+
 def exit_code(report, fail_on: FailOn) -> int:
     from gpudoctor.facts.findings import SEVERITY_ORDER
 
@@ -78,7 +92,7 @@ def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: Fa
 
         from gpudoctor.reports.terminal import render
 
-        render(report, Console(), verbose=verbose)
+        render(report, report_console(), verbose=verbose)
         if save:
             Console(stderr=True).print(f"[dim]report saved to {save}[/]")
     for msg in input_errors or []:
@@ -420,7 +434,7 @@ def cluster(
 
         from gpudoctor.reports.cluster_terminal import render_cluster
 
-        render_cluster(report, Console(), verbose=verbose)
+        render_cluster(report, report_console(), verbose=verbose)
         if save:
             Console(stderr=True).print(f"[dim]report saved to {save}[/]")
     sys.stdout.flush()
