@@ -273,3 +273,24 @@ def test_ncl003_suggests_the_closest_name(h200_snap):
 def test_ncl_rules_quiet(h200_snap, env):
     h200_snap.env.variables.update(env)
     assert [f for f in evaluate(h200_snap).findings if f.rule_id.startswith("NCL")] == []
+
+
+def test_latest_h200_scan_with_confirmation_runs_is_healthy():
+    """The full `gpudoctor scan --json` of the H200 host (schema 1.2, with topology and confirmation runs),
+    re-evaluated offline: still only the virtual-disk note; the runs and the GPU checks pass."""
+    import json
+
+    from gpudoctor.facts.model import Snapshot
+
+    from conftest import H200
+
+    doc = json.loads((H200 / "scan-full-1.2.json").read_text())
+    assert [f["rule_id"] for f in doc["findings"]] == ["HST004"]
+    rep = evaluate(Snapshot.model_validate(doc["snapshot"]))
+    assert [(f.rule_id, f.severity) for f in rep.findings] == [("HST004", "info")]
+    st = {o.rule_id: o.status for o in rep.outcomes}
+    for rid in ("DRV001", "TRC003", "TRC004", "TRC005", "GPU002", "PCI001", "CMP001", "CNF001", "CNF004", "CNF005"):
+        assert st[rid] == "pass", rid
+    c = rep.snapshot.confirmation
+    assert c.status == "ok" and c.copies[0].h2d_gbs.median > 40      # Gen5 x16: 55 GB/s measured
+    assert c.ddp.params == 109_514_298 and c.ddp.step.step_s.median < 0.1
