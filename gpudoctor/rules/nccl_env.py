@@ -10,6 +10,16 @@ ENV_URL = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 TORCH_ENV_URL = "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 
 
+def p2p_off_settings(env: dict) -> list[str]:
+    """The settings in ``env`` that turn NCCL's P2P transport off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC/0)."""
+    off = []
+    if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
+        off.append("NCCL_P2P_DISABLE=1")
+    if env.get("NCCL_P2P_LEVEL", "").strip().upper() in ("LOC", "0"):
+        off.append(f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}")
+    return off
+
+
 def _nccl():
     return data.load("nccl_env")
 
@@ -121,12 +131,7 @@ def launch_blocking(ctx):
       sources=[ENV_URL, "https://github.com/NVIDIA/nccl-tests/issues/228", "checklist H7, H12"])
 def p2p_off_on_nvlink(ctx):
     """Flags NCCL_P2P_DISABLE=1 / NCCL_P2P_LEVEL=LOC when the GPUs have active NVLinks."""
-    env = ctx.env()
-    off = []
-    if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
-        off.append("NCCL_P2P_DISABLE=1")
-    if env.get("NCCL_P2P_LEVEL", "").strip().upper() in ("LOC", "0"):
-        off.append(f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}")
+    off = p2p_off_settings(ctx.env())
     if not off:
         return
     gpus = ctx.gpus_with("nvlinks")

@@ -625,15 +625,16 @@ def sources_disagree(ctx):
       fix="unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL on NVLink machines.",
       sources=[NCCL_ENV, "https://github.com/NVIDIA/nccl-tests/issues/228", "checklist H12"])
 def p2p_disabled_nvlink(ctx):
-    """Flags NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=LOC/0 when any GPU pair is NVLink-connected (NV# or NVSwitch)."""
-    env = ctx.env()
-    off = []
-    if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
-        off.append("NCCL_P2P_DISABLE=1")
-    if env.get("NCCL_P2P_LEVEL", "").strip().upper() in ("LOC", "0"):
-        off.append(f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}")
+    """Flags NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=LOC/0 when any GPU pair is NVLink-connected (NV# or NVSwitch)
+    in the topo -m matrix; when NVML's NVLink state is in the facts, NCL007 judges instead."""
+    from gpudoctor.rules.nccl_env import p2p_off_settings
+
+    off = p2p_off_settings(ctx.env())
     if not off:
         return
+    nv = ctx.snap.nvml
+    if nv is not None and any(g.nvlinks for g in nv.gpus):
+        raise NotApplicable("judged by NCL007 from NVML's NVLink state (one finding per problem)")
     topo = _topo(ctx)
     n = _multi_gpu(ctx, topo)
     groups = T.nvlink_components(topo, n)
