@@ -70,7 +70,23 @@ def parse_pin(text: str, origin: str = "--torch") -> TorchPin:
     if not _VERSION.match(s):
         raise PinError(f"{origin}: cannot read a torch version from {text!r} (expected e.g. 2.5.1 or 2.5.1+cu124)")
     pub, local = _split_local(s)
+    _check_variant(local, text, origin)
     return TorchPin(version=s, variant=local.lower() if local else None, origin=origin)
+
+
+def _check_variant(local: Optional[str], text: str, origin: str) -> None:
+    """A '+cuXYZ' suffix must name a CUDA major that exists (10-13 today, from rules/compat_cuda.toml)."""
+    m = re.fullmatch(r"cu(\d{2,3})", (local or "").lower())
+    if not m:
+        return
+    from gpudoctor.compat.tables import toolkits
+
+    digits = m.group(1)
+    major = int(digits[:-1])
+    known = sorted({int(str(t.version).split(".")[0]) for t in toolkits()})
+    if major not in known:
+        raise PinError(f"{origin}: {text!r}: no CUDA {major}.x exists (CUDA majors in gpudoctor's table: "
+                       f"{', '.join(map(str, known))}); expected e.g. +cu124 or +cu130")
 
 
 def _exact(req, where: str) -> str:

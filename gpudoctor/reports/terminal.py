@@ -152,7 +152,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
              f"{s.infos} info"]
     console.print(f"Summary: {', '.join(parts)} · {s.passed} passed, {s.not_assessed} not assessed, "
                   f"{s.not_applicable} not applicable · {s.probe_errors} probe error{'s' * (s.probe_errors != 1)} · "
-                  f"scan {snap.duration_s or 0:.1f} s")
+                  + (f"scan {snap.duration_s:.1f} s" if snap.duration_s and not snap.inputs
+                     else f"{len(snap.inputs)} input file(s)"))
 
 
 def render_facts(report: Report, console: Console) -> None:

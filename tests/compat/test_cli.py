@@ -119,3 +119,13 @@ def test_installed_torch_default_mode():
         assert r.returncode == 1 and "CPU-only build" in r.stdout
     else:
         assert r.returncode in (0, 1) and torch.__version__ in r.stdout
+
+
+def test_pin_with_a_cuda_major_that_does_not_exist_is_bad_input():
+    from gpudoctor.compat.pins import PinError, parse_pin
+
+    import pytest
+
+    with pytest.raises(PinError, match="no CUDA 99.x exists"):
+        parse_pin("2.5.1+cu999")
+    assert parse_pin("2.5.1+cu124").variant == "cu124" and parse_pin("2.5.1+cpu").variant == "cpu"
