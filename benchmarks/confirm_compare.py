@@ -59,7 +59,7 @@ class _Clock:
         return time.perf_counter() - self.a
 
 
-def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu: bool) -> None:
+def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu: bool, interleave: int = 0) -> None:
     """A hand-written loop: what an engineer would type to measure the same two things."""
     import contextlib
     import datetime
@@ -111,6 +111,25 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
         opt.step()
         opt.zero_grad(set_to_none=True)
     res["ddp"] = {"step_s": clock.stop() / STEPS, "loss": float(loss.item())}
+    if interleave:
+        # Same process, same model, same GPU state: alternate the plain timed window with gpudoctor's own
+        # step loop (gpudoctor.confirm.worker._train_steps, its window_step_s) so host drift cancels out.
+        from gpudoctor.confirm.worker import Marks, _train_steps
+
+        marks = Marks(torch, not cpu)
+        pl, gd = [], []
+        for _ in range(interleave):
+            clock.start()
+            for _ in range(STEPS):
+                with autocast():
+                    loss = loss_fn(ddp, ids, labels)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            pl.append(clock.stop() / STEPS)
+            r = _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 2, STEPS)
+            gd.append(r["window_step_s"])
+        res["interleaved"] = {"plain_step_s": pl, "gpudoctor_step_s": gd}
     if rank == 0:
         with open(out, "w") as fh:
             json.dump(res, fh)
@@ -124,6 +143,8 @@ def main() -> int:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--repeat", type=int, default=3, help="alternate gpudoctor / plain runs this many times")
+    ap.add_argument("--interleave", type=int, default=5,
+                    help="also alternate plain and gpudoctor step loops N times inside one process (drift cancels)")
     ap.add_argument("--cpu", action="store_true", help="dry run on CPU (gloo, tiny model): checks the script")
     args = ap.parse_args()
 
@@ -150,7 +171,8 @@ def main() -> int:
         gd_runs.append(facts)
         out = os.path.join(tempfile.mkdtemp(prefix="gpudoctor-plain-"), "plain.json")
         t0 = time.monotonic()
-        mp.start_processes(plain_rank, args=(n, _port(), args.batch, args.seq, out, args.cpu), nprocs=n, join=True,
+        mp.start_processes(plain_rank, args=(n, _port(), args.batch, args.seq, out, args.cpu, args.interleave),
+                           nprocs=n, join=True,
                            start_method="spawn")
         t_plain += time.monotonic() - t0
         with open(out) as fh:
@@ -188,6 +210,14 @@ def main() -> int:
           f"ratio {ddp_ratio:.3f} ({'within' if abs(ddp_ratio - 1) <= 0.05 else 'OUTSIDE'} 5 %); "
           f"per-run means gpudoctor {[round(x * 1e3, 2) for x in gd_step_means]} ms, "
           f"plain {[round(x * 1e3, 2) for x in plain_step_means]} ms (medians compared)")
+    il = plain_runs[-1].get("interleaved")
+    if il:
+        pm, gm = statistics.median(il["plain_step_s"]), statistics.median(il["gpudoctor_step_s"])
+        print(f"same-process interleaved ({len(il['plain_step_s'])}x {STEPS} steps each): gpudoctor "
+              f"{gm * 1e3:.2f} ms, plain {pm * 1e3:.2f} ms, ratio {gm / pm:.3f} "
+              f"({'within' if abs(gm / pm - 1) <= 0.05 else 'OUTSIDE'} 5 %); "
+              f"gpudoctor {[round(x * 1e3, 2) for x in il['gpudoctor_step_s']]} ms, "
+              f"plain {[round(x * 1e3, 2) for x in il['plain_step_s']]} ms")
     print(f"peak memory rank 0: {(d.memory[0].peak_allocated_bytes or 0) / 1e9:.2f} GB; params {d.params:,}")
     if facts.copies:
         print("pinned copies: " + ", ".join(f"GPU {c.device_index} H2D {c.h2d_gbs.median:.1f} / D2H "
@@ -197,7 +227,7 @@ def main() -> int:
                    "gpudoctor_p75_s": d.step.step_s.p75, "plain_step_s": plain["ddp"]["step_s"], "ratio": ddp_ratio,
                    "batch": args.batch, "seq": args.seq, "precision": d.precision, "optimizer": d.optimizer,
                    "params": d.params, "gpudoctor_run_means_s": gd_step_means, "plain_run_means_s": plain_step_means,
-                   "repeat": args.repeat}}
+                   "repeat": args.repeat, "interleaved": il}}
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "compare.json"), "w") as fh:
             json.dump(doc, fh, indent=1)
