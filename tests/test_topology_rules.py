@@ -323,7 +323,7 @@ def test_top011_from_sysfs_numa(tmp_path):
     assert f[0].data["gpus"] == ["GPU0", "GPU1"]
 
 
-# ---------------------------------------------------------------- TOP013 disagreement, TOP014 P2P off
+# ---------------------------------------------------------------- TOP013 disagreement, NCL007 P2P off from the matrix
 
 def test_top013_sources(tmp_path):
     topo = tree(tmp_path, acs_readable=False)  # topo -m PIX, NVML common ancestor PIX
@@ -334,13 +334,14 @@ def test_top013_sources(tmp_path):
     assert run(bare(topology_from_text(text("cases/001-topo.txt"))), "TOP013")[0].status == "not_assessed"
 
 
-def test_top014_case_017_p2p_level_loc_on_nvlink():
+def test_ncl007_from_the_topo_matrix_case_017_p2p_level_loc_on_nvlink():
+    """NCL007 (which absorbed TOP014) judges the topo -m matrix when NVML's NVLink state is absent."""
     env = {"NCCL_P2P_LEVEL": text("cases/017-env.txt").split()[-1]}  # "... set by environment to LOC"
     assert env["NCCL_P2P_LEVEL"] == "LOC"
-    o, f = run(bare(topology_from_text(text("topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt")), env=env), "TOP014")
-    assert o.status == "fail" and "NCCL_P2P_LEVEL=LOC" in f[0].evidence
+    o, f = run(bare(topology_from_text(text("topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt")), env=env), "NCL007")
+    assert o.status == "fail" and "NCCL_P2P_LEVEL=LOC: P2P transport disabled" in f[0].evidence
     assert run(bare(topology_from_text(text("topo/008-4x2080ti-all-pix-tabs.txt")), env=env),
-               "TOP014")[0].status == "pass"
+               "NCL007")[0].status == "pass"
 
 
 def test_env_probe_collects_job_size_variables():

@@ -130,19 +130,33 @@ def launch_blocking(ctx):
           "channels use 'via P2P/...' and with nccl-tests all_reduce_perf.",
       sources=[ENV_URL, "https://github.com/NVIDIA/nccl-tests/issues/228", "checklist H7, H12"])
 def p2p_off_on_nvlink(ctx):
-    """Flags NCCL_P2P_DISABLE=1 / NCCL_P2P_LEVEL=LOC when the GPUs have active NVLinks."""
+    """Flags NCCL_P2P_DISABLE=1 / NCCL_P2P_LEVEL=LOC when GPUs are joined by NVLink: from NVML's (or
+    `nvidia-smi nvlink -s`) NVLink state when known, else from NV# links in the `nvidia-smi topo -m` matrix."""
     off = p2p_off_settings(ctx.env())
     if not off:
         return
-    gpus = ctx.gpus_with("nvlinks")
-    linked = [g for g in gpus if any(link.active for link in g.nvlinks)]
-    if not any(g.nvlinks for g in gpus):
-        raise NotAssessed("NVLink state not in the facts (give `nvidia-smi nvlink -s`)")
-    if len(linked) >= 2:
-        ev = [f"{', '.join(off)}: P2P transport disabled"]
-        for g in linked[:4]:
-            act = [link for link in g.nvlinks if link.active]
-            speed = f" at {act[0].speed_gbps:g} GB/s each" if act and act[0].speed_gbps else ""
-            ev.append(f"GPU {g.index} {g.name or ''}: {len(act)} active NVLinks{speed}")
-        yield ctx.finding(ev, remedy="unset " + " ".join(o.split("=")[0] for o in off),
-                          data={"settings": off, "nvlink_gpus": [g.index for g in linked]})
+    remedy = "unset " + " ".join(o.split("=")[0] for o in off)
+    nv = ctx.snap.nvml
+    if nv is not None and any(g.nvlinks for g in nv.gpus):
+        gpus = ctx.gpus_with("nvlinks")
+        linked = [g for g in gpus if any(link.active for link in g.nvlinks)]
+        if len(linked) >= 2:
+            ev = [f"{', '.join(off)}: P2P transport disabled"]
+            for g in linked[:4]:
+                act = [link for link in g.nvlinks if link.active]
+                speed = f" at {act[0].speed_gbps:g} GB/s each" if act and act[0].speed_gbps else ""
+                ev.append(f"GPU {g.index} {g.name or ''}: {len(act)} active NVLinks{speed}")
+            yield ctx.finding(ev, remedy=remedy, data={"settings": off, "nvlink_gpus": [g.index for g in linked]})
+        return
+    topo = ctx.snap.topology
+    if topo is None or topo.matrix is None:
+        raise NotAssessed("NVLink state not in the facts (give `nvidia-smi nvlink -s` or `nvidia-smi topo -m`)")
+    from gpudoctor.facts import topology as T
+    from gpudoctor.rules.topology import _multi_gpu
+
+    groups = T.nvlink_components(topo, _multi_gpu(ctx, topo))
+    joined = [g for g in groups if len(g) > 1]
+    if joined:
+        yield ctx.finding([f"{', '.join(off)}: P2P transport disabled",
+                           f"nvidia-smi topo -m NVLink groups: {' | '.join(','.join(map(str, sorted(g))) for g in joined)}"],
+                          remedy=remedy, data={"settings": off, "nvlink_groups": [sorted(g) for g in joined]})

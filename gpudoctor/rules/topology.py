@@ -617,28 +617,5 @@ def sources_disagree(ctx):
         yield ctx.finding(ev[:10], subject="topology", data={"differences": ev})
 
 
-@rule("TOP014", AREA, "warning", "GPU peer-to-peer disabled by the environment on an NVLink host",
-      ok="NVLink peer-to-peer left to NCCL",
-      why="NCCL_P2P_DISABLE=1, or NCCL_P2P_LEVEL=LOC/0, turns off the P2P transport, so NVLink is unused and "
-          "GPU-to-GPU traffic goes through host memory (corpus case 017: all-reduce restored to ~220 GB/s busbw "
-          "after removing NCCL_P2P_LEVEL=LOC on an HGX A100).",
-      fix="unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL on NVLink machines.",
-      sources=[NCCL_ENV, "https://github.com/NVIDIA/nccl-tests/issues/228", "checklist H12"])
-def p2p_disabled_nvlink(ctx):
-    """Flags NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=LOC/0 when any GPU pair is NVLink-connected (NV# or NVSwitch)
-    in the topo -m matrix; when NVML's NVLink state is in the facts, NCL007 judges instead."""
-    from gpudoctor.rules.nccl_env import p2p_off_settings
-
-    off = p2p_off_settings(ctx.env())
-    if not off:
-        return
-    nv = ctx.snap.nvml
-    if nv is not None and any(g.nvlinks for g in nv.gpus):
-        raise NotApplicable("judged by NCL007 from NVML's NVLink state (one finding per problem)")
-    topo = _topo(ctx)
-    n = _multi_gpu(ctx, topo)
-    groups = T.nvlink_components(topo, n)
-    if all(len(g) == 1 for g in groups):
-        return
-    yield ctx.finding(off + [f"NVLink groups: {' | '.join(','.join(map(str, sorted(g))) for g in groups)}"],
-                      subject=", ".join(v.split("=")[0] for v in off))
+# TOP014 (P2P disabled on an NVLink host, from the topo -m matrix) was merged into NCL007, which now
+# reads NVML's NVLink state or, without it, the matrix: one rule, one finding per problem.
