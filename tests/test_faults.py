@@ -142,3 +142,10 @@ def test_every_subprocess_call_has_a_timeout():
             if "timeout" not in call[:600]:
                 offenders.append(f"{p.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}")
     assert offenders == []
+
+
+def test_stdout_on_a_full_disk_is_one_line_and_exit_2():
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "gpudoctor", "rules"], stdout=full, stderr=subprocess.PIPE,
+                           text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60, cwd=str(ROOT))
+    assert r.returncode == 2 and "cannot write the output" in r.stderr and "Traceback" not in r.stderr

@@ -545,6 +545,18 @@ def cuda_version_check(
     raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results) else EXIT_OK)
 
 
+def _flush_stdout() -> None:
+    """Flush stdout now, so a reader that went away (`| head`) is a quiet SIGPIPE-style exit, not a shutdown error."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        os._exit(141)
+
+
 def main() -> None:
     """Console entry point: run the app; turn any unexpected exception into one line and exit 3."""
     try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
@@ -555,8 +567,10 @@ def main() -> None:
     try:
         rv = app(standalone_mode=False)
         # --help prints and returns; typer.Exit(code) returns its code in non-standalone mode
+        _flush_stdout()
         sys.exit(rv if isinstance(rv, int) else 0)
     except SystemExit:
+        _flush_stdout()
         raise
     except cx.UsageError as exc:
         # one line, not click's usage block: "gpudoctor scan: No such option: --frob"
@@ -572,6 +586,21 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("gpudoctor: interrupted\n")
         sys.exit(130)
+    except BrokenPipeError:
+        # `gpudoctor ... | head`: the reader went away; exit like a process killed by SIGPIPE, quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        os._exit(141)
+    except OSError as exc:
+        if getattr(exc, "filename", None) is None and exc.errno is not None:  # writing stdout failed (disk full, ...)
+            sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror}\n")
+            sys.exit(EXIT_USAGE)
+        sys.stderr.write(f"gpudoctor: internal error: OSError: {exc} (set GPUDOCTOR_DEBUG=1 for the traceback)\n")
+        if os.environ.get("GPUDOCTOR_DEBUG"):
+            raise
+        sys.exit(EXIT_INTERNAL)
     except Exception as exc:
         from gpudoctor.probes.runner import ScanInterrupted
 
