@@ -61,13 +61,37 @@ def report_console():
     return Console(width=max(60, width))
 
 
-def exit_code(report, fail_on: FailOn) -> int:
+def write_report(report, json_out: bool, save: Optional[str], verbose: bool, renderer, on_save_error=None) -> None:
+    """Save (``--save``, atomically), then print the report as JSON or with ``renderer`` (a terminal
+    report function). An unwritable ``save`` path is a one-line error, exit 2 (after ``on_save_error``)."""
+    from gpudoctor.reports import jsonout
+
+    if save:
+        try:
+            jsonout.save(report, save)
+        except OSError as exc:
+            if on_save_error is not None:
+                on_save_error()
+            raise fail(f"cannot write {save}: {exc.strerror or exc}")
+    if json_out:
+        sys.stdout.write(jsonout.to_json(report) + "\n")
+    else:
+        renderer(report, report_console(), verbose=verbose)
+        if save:
+            from rich.console import Console
+
+            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+
+
+def exit_code(report_or_findings, fail_on: FailOn) -> int:
+    """1 when any finding (of a Report, or a list of findings) is at or above ``fail_on``, else 0."""
     from gpudoctor.facts.findings import SEVERITY_ORDER
 
+    findings = getattr(report_or_findings, "findings", report_or_findings)
     if fail_on == FailOn.never:
         return EXIT_OK
     bar = SEVERITY_ORDER[fail_on.value]
-    return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in report.findings) else EXIT_OK
+    return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
 
 
 def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn,
@@ -75,26 +99,13 @@ def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: Fa
     """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
 
     Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
-    from gpudoctor.reports import jsonout
     from gpudoctor.reports.redact import scrub_model
 
     report = scrub_model(report)
 
-    if save:
-        try:
-            jsonout.save(report, save)
-        except OSError as exc:
-            raise fail(f"cannot write {save}: {exc.strerror or exc}")
-    if json_out:
-        sys.stdout.write(jsonout.to_json(report) + "\n")
-    else:
-        from rich.console import Console
+    from gpudoctor.reports.terminal import render
 
-        from gpudoctor.reports.terminal import render
-
-        render(report, report_console(), verbose=verbose)
-        if save:
-            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+    write_report(report, json_out, save, verbose, render)
     for msg in input_errors or []:
         sys.stderr.write(f"gpudoctor: error: {msg}\n")
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
@@ -415,28 +426,15 @@ def cluster(
     if report is None:  # not rank 0: rank 0 prints the one report; exit with its code (see share_exit_code)
         code = share_exit_code(store, launch, None, 0, timeout * 2 + 60)
         raise typer.Exit(EXIT_OK if code is None else code)
-    from gpudoctor.reports import jsonout
     from gpudoctor.reports.redact import scrub_model
 
     report = scrub_model(report)  # the nodes scrubbed their own reports; this covers rank 0's quotes
     findings = list(report.findings) + [f for n in report.nodes if n.report for f in n.report.findings]
-    code = exit_code(type("R", (), {"findings": findings})(), fail_on)
-    if save:
-        try:
-            jsonout.save(report, save)
-        except OSError as exc:
-            share_exit_code(store, launch, EXIT_USAGE, report.summary.nodes_reported, 0)
-            raise fail(f"cannot write {save}: {exc.strerror or exc}")
-    if json_out:
-        sys.stdout.write(jsonout.to_json(report) + "\n")
-    else:
-        from rich.console import Console
+    code = exit_code(findings, fail_on)
+    from gpudoctor.reports.cluster_terminal import render_cluster
 
-        from gpudoctor.reports.cluster_terminal import render_cluster
-
-        render_cluster(report, report_console(), verbose=verbose)
-        if save:
-            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+    write_report(report, json_out, save, verbose, render_cluster,
+                 on_save_error=lambda: share_exit_code(store, launch, EXIT_USAGE, report.summary.nodes_reported, 0))
     sys.stdout.flush()
     alive = sum(len(n.ranks) for n in report.nodes if n.status == "reported")
     raise typer.Exit(share_exit_code(store, launch, code, alive, 0))
