@@ -92,6 +92,24 @@ def differ(ctx: ClusterCtx, what: str, get: Callable[[NodeEntry], Any], show: Ca
                              "values": {label: show(v) for label, v in values.items()}})
 
 
+def _differ_all(ctx, checks, none_reason: str) -> list:
+    """Run :func:`differ` for each (what, value-of-node) pair; the findings of those that differ.
+
+    Raises NotAssessed(``none_reason``) when no check could be assessed."""
+    out, assessed = [], 0
+    for what, value in checks:
+        try:
+            f = differ(ctx, what, value)
+        except NotAssessed:
+            continue
+        assessed += 1
+        if f:
+            out.append(f)
+    if not assessed:
+        raise NotAssessed(none_reason)
+    return out
+
+
 def _nvml(n: NodeEntry):
     s = n.report.snapshot if n.report else None
     return s.nvml if s else None
@@ -116,19 +134,9 @@ def driver_differs(ctx):
     nodes = ctx.reported()
     if all(_nvml(n) is not None and not _nvml(n).available for n in nodes):
         raise NotApplicable("no node has a usable NVIDIA driver")
-    out = []
-    assessed = 0
-    for what, attr in (("driver", "driver_version"), ("CUDA driver API", "cuda_driver_version")):
-        try:
-            f = differ(ctx, what, lambda n, a=attr: getattr(_nvml(n), a) if _nvml(n) and _nvml(n).available else None)
-        except NotAssessed:
-            continue
-        assessed += 1
-        if f:
-            out.append(f)
-    if not assessed:
-        raise NotAssessed("driver version known on fewer than two nodes")
-    return out
+    return _differ_all(ctx, [(what, lambda n, a=attr: getattr(_nvml(n), a) if _nvml(n) and _nvml(n).available else None)
+                             for what, attr in (("driver", "driver_version"), ("CUDA driver API", "cuda_driver_version"))],
+                       "driver version known on fewer than two nodes")
 
 
 @rule("CLU002", "Cluster", "error", "PyTorch, CUDA runtime, NCCL or cuDNN version differs between nodes",
@@ -140,20 +148,10 @@ def driver_differs(ctx):
       sources=[NCCL_ISSUE_IDENTICAL, NCCL_ISSUE_ENV, "checklist H1"], scope="cluster")
 def stack_differs(ctx):
     """Compares torch.__version__, torch.version.cuda, the NCCL and the cuDNN version torch reports, across nodes."""
-    out = []
-    assessed = 0
-    for what, attr in (("torch", "version"), ("torch CUDA runtime", "cuda"), ("NCCL", "nccl_version"),
-                       ("cuDNN", "cudnn_version")):
-        try:
-            f = differ(ctx, what, lambda n, a=attr: getattr(_torch(n), a) if _torch(n) else None)
-        except NotAssessed:
-            continue
-        assessed += 1
-        if f:
-            out.append(f)
-    if not assessed:
-        raise NotAssessed("torch facts missing on all but one node")
-    return out
+    return _differ_all(ctx, [(what, lambda n, a=attr: getattr(_torch(n), a) if _torch(n) else None)
+                             for what, attr in (("torch", "version"), ("torch CUDA runtime", "cuda"),
+                                                ("NCCL", "nccl_version"), ("cuDNN", "cudnn_version"))],
+                       "torch facts missing on all but one node")
 
 
 def gpu_models(n: NodeEntry) -> Optional[tuple[str, ...]]:
