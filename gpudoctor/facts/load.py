@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import json
-from typing import Union
-
 from pydantic import ValidationError
 
-from gpudoctor.facts.findings import Report
 from gpudoctor.facts.model import SCHEMA_VERSION, Snapshot
 
 
@@ -14,7 +11,6 @@ class InputError(Exception):
     """Bad user input: the CLI prints the message on one line and exits with code 2."""
 
 
-MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
 def parse_document(text: str, name: str = "<input>") -> Snapshot:
@@ -49,16 +45,8 @@ def parse_document(text: str, name: str = "<input>") -> Snapshot:
 
 
 def load_path(path: str) -> Snapshot:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_JSON_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_JSON_BYTES:
-        raise InputError(f"{path}: larger than {MAX_JSON_BYTES // 2**20} MiB; not a gpudoctor report")
-    if b"\x00" in raw[:8192]:
-        raise InputError(f"{path}: binary file, not a gpudoctor report")
-    return parse_document(raw.decode("utf-8", "replace"), path)
+    """The Snapshot of a saved report file. Raises InputError (one line naming the file) when it is
+    unreadable, empty, too large, binary, or not a gpudoctor report."""
+    from gpudoctor.facts.offline import read_text  # same size / binary / empty checks as `check`
 
-
-Document = Union[Report, Snapshot]
+    return parse_document(read_text(path), path)

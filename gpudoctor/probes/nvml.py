@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from gpudoctor.facts.model import GpuFacts, NvmlFacts
 from gpudoctor.probes.runner import ProbeFailed
@@ -27,6 +27,18 @@ def sysfs_pci_path(bus_id: str) -> str:
     return f"/sys/bus/pci/devices/{dom[-4:].zfill(4)}:{rest}"
 
 
+def worker_messages(lines: Iterable[str]) -> Iterator[dict]:
+    """The JSON objects of an NVML worker stream; malformed lines and non-objects (a number some
+    library printed on the worker's stdout) are skipped."""
+    for raw in lines:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            yield msg
+
+
 def assemble(lines: Iterable[str]) -> tuple[NvmlFacts, Optional[str], bool]:
     """Build NvmlFacts from worker output lines.
 
@@ -36,13 +48,7 @@ def assemble(lines: Iterable[str]) -> tuple[NvmlFacts, Optional[str], bool]:
     facts = NvmlFacts()
     gpus: dict[int, dict] = {}
     last_step, done = None, False
-    for raw in lines:
-        try:
-            msg = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(msg, dict):  # a number or list some library printed on the worker's stdout
-            continue
+    for msg in worker_messages(lines):
         t = msg.get("t")
         if t == "step":
             last_step = msg.get("name")

@@ -31,6 +31,7 @@ from gpudoctor.facts.model import (FabricInfo, IbPort, IommuFacts, NetIface, NvL
 from gpudoctor.facts.topology import finish
 from gpudoctor.parsers.lspci import PciDevice, normalize_bdf, parse_lspci
 from gpudoctor.parsers.topo import ParseError, parse_topo_matrix
+from gpudoctor.probes.nvml import worker_messages
 from gpudoctor.probes.subproc import CmdResult, run_cmd
 from gpudoctor.probes.sysfs import read_int, read_text
 
@@ -326,13 +327,7 @@ def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPa
     pairs: dict[tuple[int, int], NvmlPair] = {}
     links: dict[tuple[int, int], dict] = {}
     fail = None
-    for raw in lines:
-        try:
-            m = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(m, dict):  # a number or list some library printed on the worker's stdout
-            continue
+    for m in worker_messages(lines):
         t = m.get("t")
         if t == "fail":
             fail = m.get("error")
@@ -363,13 +358,7 @@ def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPa
 def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, str]]:
     per: dict[int, dict] = {}
     errs: dict[int, str] = {}
-    for raw in lines:
-        try:
-            m = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(m, dict):  # a number or list some library printed on the worker's stdout
-            continue
+    for m in worker_messages(lines):
         if m.get("t") == "fabric" and isinstance(m.get("i"), int):
             per.setdefault(m["i"], {})[m.get("k")] = m.get("v")
         elif m.get("t") == "unsupported" and m.get("k") == "fabric" and isinstance(m.get("i"), int):
