@@ -48,6 +48,7 @@ class CmdResult:
 
 _LIVE: set = set()
 _LIVE_LOCK = threading.Lock()
+_KILLING = threading.Event()  # set by kill_all: a child registered afterwards is killed at once
 
 
 def kill_all() -> int:
@@ -56,6 +57,7 @@ def kill_all() -> int:
     Used on SIGINT: the children run in their own sessions (so a terminal Ctrl-C does not
     reach them) and must not outlive gpudoctor. Returns how many were killed.
     """
+    _KILLING.set()
     with _LIVE_LOCK:
         procs = list(_LIVE)
     for proc in procs:
@@ -96,6 +98,8 @@ def run_cmd(
         return CmdResult(argv, None, "", str(exc), missing=True)
     with _LIVE_LOCK:
         _LIVE.add(proc)
+    if _KILLING.is_set():  # SIGINT landed between Popen and the registration above
+        _kill_group(proc)
     try:
         out, err = proc.communicate(input=input_text, timeout=timeout)
         return CmdResult(argv, proc.returncode, out, err)
