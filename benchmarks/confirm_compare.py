@@ -1,16 +1,26 @@
 """gpudoctor's confirmation runs vs plain hand-written loops, side by side in one call (GPU host).
 
-1. All-reduce: gpudoctor's sweep (per-call CUDA events, median) vs a plain
-   ``torch.distributed.all_reduce`` loop timed with one event pair around ``iters`` calls (the
+1. All-reduce: gpudoctor's sweep (``collectives.time_allreduce``: groups of back-to-back calls, each
+   group timed with one CUDA event pair, median over groups) vs a plain
+   ``torch.distributed.all_reduce`` loop timed with one event pair around all ``iters`` calls (the
    nccl-tests way), same sizes, dtypes, warm-up and world size.
-2. DDP step: gpudoctor's BERT-base smoke step (median of per-step events) vs a plain DDP loop with
-   the same model, batch, sequence length, bf16 autocast, fused AdamW and gradient_as_bucket_view,
-   timed with one event pair around the timed steps.
+2. DDP step, two ways:
+   a. separate processes (``--repeat``): gpudoctor's whole confirmation run (its launcher and
+      worker) vs a plain DDP script with the same model, batch, sequence length, bf16 autocast, fused
+      AdamW and gradient_as_bucket_view, timed with one event pair around the timed steps; alternated.
+   b. paired windows in one process (``--paired``): on one DDP model, gpudoctor's own step loop
+      (``worker._train_steps``, its ``window_step_s``) and the plain loop alternate (ABAB, the side
+      that goes first alternates too), for each ``--settings`` batch x seq. Host and clock drift
+      hit both sides of a round alike, so the per-round ratio gpudoctor / plain is compared: its
+      median and a seeded bootstrap 95 % interval. "Within 5 %" is claimed only when that whole
+      interval lies inside [0.95, 1.05].
 
-Prints both figures and the ratio gpudoctor / plain (goal for the DDP step: within 5 %), and writes
-``compare.json`` into ``$OUT`` when set. Usage (repo root, GPU host):
+Prints the figures and ratios, and writes ``compare.json`` into ``$OUT`` when set.
+Usage (repo root, GPU host):
 
-    PYTHONPATH=. python3 benchmarks/confirm_compare.py [--nproc N] [--batch 32] [--seq 128]
+    PYTHONPATH=. python3 benchmarks/confirm_compare.py [--nproc N] [--batch 128] [--seq 128]
+        [--repeat 2] [--paired 10] [--settings 128x128,32x128,32x512] [--steps 40]
+    PYTHONPATH=. python3 benchmarks/confirm_compare.py --cpu   # gloo, world size 2, tiny model
 """
 from __future__ import annotations
 
@@ -27,7 +37,26 @@ SIZES = [1 << 20, 64 << 20, 256 << 20, 438_057_192, 1 << 30]
 CPU_SIZES = [64 << 10, 1 << 20]  # --cpu: a dry run of this script with gloo and the tiny model
 DTYPES = ["bfloat16", "float32"]
 WARMUP, ITERS = 5, 20
-STEPS_WARMUP, STEPS = 10, 60  # per-step times vary by +-20 % on the H200 (boost clocks): many steps, compare means
+STEPS_WARMUP, STEPS = 10, 60  # the separate-process comparison: many steps, compare window means
+
+
+def bootstrap_median_ci(values: list, reps: int = 2000, seed: int = 0) -> tuple:
+    """(median, low, high): the median of ``values`` and a percentile-bootstrap 95 % interval for it."""
+    import random
+    import statistics
+
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(reps))
+    return statistics.median(values), meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
+
+
+def parse_settings(text: str) -> list:
+    """'32x128,128x128' -> [(32, 128), (128, 128)] (per-rank batch x sequence length)."""
+    out = []
+    for part in text.split(","):
+        b, _, q = part.strip().lower().partition("x")
+        out.append((int(b), int(q)))
+    return out
 
 
 def _port() -> int:
@@ -59,7 +88,8 @@ class _Clock:
         return time.perf_counter() - self.a
 
 
-def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu: bool, interleave: int = 0) -> None:
+def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu: bool, paired: int = 0,
+               settings: tuple = (), steps: int = 40) -> None:
     """A hand-written loop: what an engineer would type to measure the same two things."""
     import contextlib
     import datetime
@@ -79,21 +109,77 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
     dist.init_process_group("gloo" if cpu else "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=n, timeout=datetime.timedelta(seconds=300))
     clock = _Clock(torch, not cpu)
-    res = {"allreduce": [], "ddp": None}
+    res = {"allreduce": [], "ddp": None, "allreduce_paired": []}
+
+    def plain_allreduce(t, iters):
+        for _ in range(WARMUP):
+            dist.all_reduce(t)
+        if not cpu:
+            torch.cuda.synchronize()
+        clock.start()
+        for _ in range(iters):
+            dist.all_reduce(t)
+        return clock.stop() / iters
+
     for dname in DTYPES:
         dtype = getattr(torch, dname)
         for size in (CPU_SIZES if cpu else SIZES):
             t = torch.zeros(size // torch.tensor([], dtype=dtype).element_size(), dtype=dtype, device=device)
             iters = ITERS if size < 256 << 20 else ITERS // 2
-            for _ in range(WARMUP):
-                dist.all_reduce(t)
-            if not cpu:
-                torch.cuda.synchronize()
-            clock.start()
-            for _ in range(iters):
-                dist.all_reduce(t)
             res["allreduce"].append({"dtype": dname, "size_bytes": t.numel() * t.element_size(),
-                                     "time_s": clock.stop() / iters})
+                                     "time_s": plain_allreduce(t, iters)})
+            if paired:
+                # same process, same tensor: gpudoctor's timing (collectives.time_allreduce, median over
+                # groups) and the plain loop alternate, so drift hits both sides of a round alike
+                import statistics
+
+                from gpudoctor.confirm.collectives import time_allreduce
+
+                gd, pl = [], []
+                for r in range(paired):
+                    for side in (("gd", "plain") if r % 2 == 0 else ("plain", "gd")):
+                        if side == "plain":
+                            pl.append(plain_allreduce(t, iters))
+                        else:
+                            gd.append(statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)))
+                res["allreduce_paired"].append({"dtype": dname, "size_bytes": t.numel() * t.element_size(),
+                                                "gpudoctor_s": gd, "plain_s": pl})
+            del t
+    if paired and not cpu:
+        # Harness check without NCCL: a device-bound in-place kernel (t.mul_(1): reads and writes S bytes of HBM)
+        # stands in for the collective, timed by collectives.time_allreduce and by the plain one-pair loop.
+        # At world size 1 the real all-reduce is a no-op, so only this shows how the two timings agree when
+        # the device, not the host, sets the pace.
+        import statistics
+
+        from gpudoctor.confirm.collectives import time_allreduce
+
+        class _Kernel:
+            @staticmethod
+            def all_reduce(x, group=None):
+                x.mul_(1)
+
+            @staticmethod
+            def barrier(group=None):
+                torch.cuda.synchronize()
+
+        res["kernel_paired"] = []
+        for size in (64 << 20, 256 << 20, 1 << 30):
+            t = torch.ones(size // 2, dtype=torch.bfloat16, device=device)
+            gd, pl = [], []
+            for r in range(paired):
+                for side in (("gd", "plain") if r % 2 == 0 else ("plain", "gd")):
+                    if side == "plain":
+                        for _ in range(WARMUP):
+                            t.mul_(1)
+                        torch.cuda.synchronize()
+                        clock.start()
+                        for _ in range(ITERS):
+                            t.mul_(1)
+                        pl.append(clock.stop() / ITERS)
+                    else:
+                        gd.append(statistics.median(time_allreduce(_Kernel, t, iters=ITERS, warmup=WARMUP)))
+            res["kernel_paired"].append({"dtype": "bfloat16", "size_bytes": size, "gpudoctor_s": gd, "plain_s": pl})
             del t
     name = "tiny" if cpu else "bert-base"
     torch.manual_seed(1234 + rank)
@@ -111,40 +197,64 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
         opt.step()
         opt.zero_grad(set_to_none=True)
     res["ddp"] = {"step_s": clock.stop() / STEPS, "loss": float(loss.item())}
-    if interleave:
-        # Same process, same model, same GPU state: alternate the plain timed window with gpudoctor's own
-        # step loop (gpudoctor.confirm.worker._train_steps, its window_step_s) so host drift cancels out.
+    if paired:
+        # Same process, same DDP model, same GPU state: per setting, alternate the plain timed window with
+        # gpudoctor's own step loop (gpudoctor.confirm.worker._train_steps, its window_step_s).
         from gpudoctor.confirm.worker import Marks, _train_steps
 
         marks = Marks(torch, not cpu)
-        pl, gd = [], []
-        for _ in range(interleave):
+
+        def plain_window(ids, labels):
             clock.start()
-            for _ in range(STEPS):
+            for _ in range(steps):
                 with autocast():
                     loss = loss_fn(ddp, ids, labels)
                 loss.backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
-            pl.append(clock.stop() / STEPS)
-            r = _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 2, STEPS)
-            gd.append(r["window_step_s"])
-        res["interleaved"] = {"plain_step_s": pl, "gpudoctor_step_s": gd}
+            return clock.stop() / steps
+
+        res["paired"] = []
+        for b, q in settings:
+            ids, labels = bert.synthetic_batch(b, q, MODELS[name]["vocab"], device, seed=100 + rank)
+            _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 0, STEPS_WARMUP)  # warm-up
+            if not cpu:
+                torch.cuda.reset_peak_memory_stats()
+            pl, gd = [], []
+            for r in range(paired):
+                for side in (("gd", "plain") if r % 2 == 0 else ("plain", "gd")):
+                    if side == "plain":
+                        pl.append(plain_window(ids, labels))
+                    else:
+                        gd.append(_train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 0,
+                                               steps)["window_step_s"])
+            res["paired"].append({"batch": b, "seq": q, "steps_per_window": steps, "plain_step_s": pl,
+                                  "gpudoctor_step_s": gd,
+                                  "peak_allocated_bytes": None if cpu else torch.cuda.max_memory_allocated()})
+            del ids, labels
     if rank == 0:
         with open(out, "w") as fh:
             json.dump(res, fh)
+    dist.barrier()  # no rank tears the group down while a peer still waits on its last collective
     dist.destroy_process_group()
 
 
 def main() -> int:
+    import statistics
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nproc", type=int, default=0, help="ranks (default: every GPU torch sees)")
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="per-rank batch (default 128, what smoke's auto batch picks on an H200; --cpu: 4)")
+    ap.add_argument("--seq", type=int, default=None, help="sequence length (default 128; --cpu: 32)")
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--repeat", type=int, default=3, help="alternate gpudoctor / plain runs this many times")
-    ap.add_argument("--interleave", type=int, default=5,
-                    help="also alternate plain and gpudoctor step loops N times inside one process (drift cancels)")
+    ap.add_argument("--repeat", type=int, default=2, help="alternate gpudoctor / plain runs this many times")
+    ap.add_argument("--paired", type=int, default=10,
+                    help="rounds of paired windows (gpudoctor loop, plain loop) inside one process, per setting")
+    ap.add_argument("--settings", default="",
+                    help="per-rank batch x seq list for the paired windows (default: --batch x --seq, 32x128, 32x512;"
+                         " --cpu: 4x32)")
+    ap.add_argument("--steps", type=int, default=40, help="steps per paired window")
     ap.add_argument("--cpu", action="store_true", help="dry run on CPU (gloo, tiny model): checks the script")
     args = ap.parse_args()
 
@@ -155,6 +265,14 @@ def main() -> int:
     from gpudoctor.confirm.runner import confirm
 
     n = args.nproc or (2 if args.cpu else torch.cuda.device_count())
+    args.batch = args.batch or (4 if args.cpu else 128)
+    args.seq = args.seq or (32 if args.cpu else 128)
+    if args.settings:
+        settings = parse_settings(args.settings)
+    elif args.cpu:
+        settings = [(4, 32)]
+    else:
+        settings = [(args.batch, args.seq), (32, 128), (32, 512)]
     # GPU step times drift between runs (clocks, other tenants): alternate the two sides --repeat times
     # and compare the median of each side's per-run means.
     gd_runs, plain_runs, t_gd, t_plain = [], [], 0.0, 0.0
@@ -171,15 +289,15 @@ def main() -> int:
         gd_runs.append(facts)
         out = os.path.join(tempfile.mkdtemp(prefix="gpudoctor-plain-"), "plain.json")
         t0 = time.monotonic()
-        mp.start_processes(plain_rank, args=(n, _port(), args.batch, args.seq, out, args.cpu, args.interleave),
+        mp.start_processes(plain_rank, args=(n, _port(), args.batch, args.seq, out, args.cpu,
+                                                 args.paired if len(plain_runs) == args.repeat - 1 else 0,
+                                                 tuple(settings), args.steps),
                            nprocs=n, join=True,
                            start_method="spawn")
         t_plain += time.monotonic() - t0
         with open(out) as fh:
             plain_runs.append(json.load(fh))
         shutil.rmtree(os.path.dirname(out), ignore_errors=True)
-    import statistics
-
     facts, plain = gd_runs[-1], plain_runs[-1]
     gd_step_means = [f.ddp.step.window_step_s or f.ddp.step.step_s.mean for f in gd_runs]
     plain_step_means = [p["ddp"]["step_s"] for p in plain_runs]
@@ -199,6 +317,23 @@ def main() -> int:
                      "ratio": ratio, "busbw_gbs": a.busbw_gbs, "correct": a.correct})
         print(f"{a.dtype + ' ' + fmt_size(a.size_bytes):<22}{a.time_s.median * 1e3:>14.3f}"
               f"{p['time_s'] * 1e3:>12.3f}{ratio:>8.3f}{(a.busbw_gbs or 0):>12.1f}")
+    ar_paired = []
+    for p in plain_runs[-1].get("allreduce_paired") or []:
+        ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"]) if q > 0]
+        if not ratios:
+            continue
+        med, lo, hi = bootstrap_median_ci(ratios)
+        ar_paired.append(dict(p, ratio_median=med, ratio_ci95=[lo, hi]))
+        print(f"  paired ({len(ratios)} rounds) {p['dtype']} {fmt_size(p['size_bytes'])}: gpudoctor "
+              f"{statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain {statistics.median(p['plain_s']) * 1e3:.3f} ms,"
+              f" per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]")
+    for p in plain_runs[-1].get("kernel_paired") or []:
+        ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"]) if q > 0]
+        med, lo, hi = bootstrap_median_ci(ratios)
+        p.update(ratio_median=med, ratio_ci95=[lo, hi])
+        print(f"  harness check, device-bound kernel t.mul_(1) ({len(ratios)} rounds) bf16 {fmt_size(p['size_bytes'])}: "
+              f"gpudoctor timing {statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain "
+              f"{statistics.median(p['plain_s']) * 1e3:.3f} ms, per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]")
     d = facts.ddp
     # like for like: the plain loop times all steps end to end (a mean), so compare gpudoctor's mean step
     gd_mean = statistics.median(gd_step_means)
@@ -210,14 +345,22 @@ def main() -> int:
           f"ratio {ddp_ratio:.3f} ({'within' if abs(ddp_ratio - 1) <= 0.05 else 'OUTSIDE'} 5 %); "
           f"per-run means gpudoctor {[round(x * 1e3, 2) for x in gd_step_means]} ms, "
           f"plain {[round(x * 1e3, 2) for x in plain_step_means]} ms (medians compared)")
-    il = plain_runs[-1].get("interleaved")
-    if il:
-        pm, gm = statistics.median(il["plain_step_s"]), statistics.median(il["gpudoctor_step_s"])
-        print(f"same-process interleaved ({len(il['plain_step_s'])}x {STEPS} steps each): gpudoctor "
-              f"{gm * 1e3:.2f} ms, plain {pm * 1e3:.2f} ms, ratio {gm / pm:.3f} "
-              f"({'within' if abs(gm / pm - 1) <= 0.05 else 'OUTSIDE'} 5 %); "
-              f"gpudoctor {[round(x * 1e3, 2) for x in il['gpudoctor_step_s']]} ms, "
-              f"plain {[round(x * 1e3, 2) for x in il['plain_step_s']]} ms")
+    paired = []
+    for p in plain_runs[-1].get("paired") or []:
+        ratios = [g / q for g, q in zip(p["gpudoctor_step_s"], p["plain_step_s"])]
+        med, lo, hi = bootstrap_median_ci(ratios)
+        # noise floor: how much two consecutive windows of the same plain loop differ (|1 - ratio|)
+        pl = p["plain_step_s"]
+        floor = statistics.median([abs(pl[i + 1] / pl[i] - 1) for i in range(len(pl) - 1)]) if len(pl) > 1 else None
+        verdict = "within 5 %" if lo >= 0.95 and hi <= 1.05 else "NOT established within 5 %"
+        paired.append(dict(p, ratios=ratios, ratio_median=med, ratio_ci95=[lo, hi], plain_window_noise=floor,
+                           verdict=verdict))
+        print(f"paired windows, batch {p['batch']}/rank x seq {p['seq']} ({len(ratios)} rounds x {p['steps_per_window']}"
+              f" steps per side): gpudoctor {statistics.median(p['gpudoctor_step_s']) * 1e3:.2f} ms, plain "
+              f"{statistics.median(pl) * 1e3:.2f} ms (medians); per-round ratio median {med:.3f}, bootstrap 95 % "
+              f"[{lo:.3f}, {hi:.3f}] -> {verdict}; consecutive plain windows differ by {(floor or 0) * 100:.1f} % "
+              f"(median); peak {(p['peak_allocated_bytes'] or 0) / 1e9:.1f} GB; "
+              f"ratios {[round(r, 3) for r in ratios]}")
     print(f"peak memory rank 0: {(d.memory[0].peak_allocated_bytes or 0) / 1e9:.2f} GB; params {d.params:,}")
     if facts.copies:
         print("pinned copies: " + ", ".join(f"GPU {c.device_index} H2D {c.h2d_gbs.median:.1f} / D2H "
@@ -227,7 +370,8 @@ def main() -> int:
                    "gpudoctor_p75_s": d.step.step_s.p75, "plain_step_s": plain["ddp"]["step_s"], "ratio": ddp_ratio,
                    "batch": args.batch, "seq": args.seq, "precision": d.precision, "optimizer": d.optimizer,
                    "params": d.params, "gpudoctor_run_means_s": gd_step_means, "plain_run_means_s": plain_step_means,
-                   "repeat": args.repeat, "interleaved": il}}
+                   "repeat": args.repeat}, "paired": paired,
+           "allreduce_paired": ar_paired, "kernel_paired": plain_runs[-1].get("kernel_paired")}
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "compare.json"), "w") as fh:
             json.dump(doc, fh, indent=1)

@@ -75,6 +75,7 @@ def test_smoke_cpu_json_end_to_end():
     assert d.step.step_s.p25 <= d.step.step_s.median <= d.step.step_s.p75
     assert d.params_max_abs_diff == 0.0 and d.loss_finite and d.single is not None
     assert d.efficiency_low <= d.efficiency <= d.efficiency_high and d.scaling == "weak"
+    assert (d.per_rank_batch, d.batch_choice) == (4, "default of the tiny model")
     assert {o.rule_id for o in rep.outcomes} == {"CNF001", "CNF002", "CNF003", "CNF004", "CNF005", "CNF006"}
     assert not any(f.severity == "error" for f in rep.findings)
     assert took < 60 and leftovers() == []
@@ -102,6 +103,7 @@ def test_strong_scaling_splits_the_global_batch():
     d = facts.ddp
     assert facts.status == "ok" and d.scaling == "strong"
     assert (d.per_rank_batch, d.global_batch, d.single.batch) == (2, 4, 4)
+    assert d.batch_choice == "given (--batch)"
     assert d.efficiency == pytest.approx(d.single.step_s.median / (2 * d.step.step_s.median))
     assert leftovers() == []
 

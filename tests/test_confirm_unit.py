@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import statistics
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gpudoctor.confirm import analysis, plan
-from gpudoctor.confirm.collectives import bandwidths
+from gpudoctor.confirm.collectives import bandwidths, time_allreduce, timing_groups
 
 from confirm_helpers import CONF, capture_facts, capture_launch
 
@@ -199,3 +201,57 @@ def test_ranks_killed_by_the_launcher_are_not_culprits():
     assert analysis.run_message("failed", ranks, 30, 1) == "rank 1 exited with code 3 during allreduce"
     ranks[1].exitcode = -11
     assert analysis.run_message("failed", ranks, 30, 1) == "rank 1 was killed by SIGSEGV during allreduce"
+
+
+@pytest.mark.parametrize("iters, groups, expect", [(20, 5, [4, 4, 4, 4, 4]), (10, 5, [2] * 5), (7, 5, [2, 2, 1, 1, 1]),
+                                                   (3, 5, [1, 1, 1]), (1, 5, [1])])
+def test_timing_groups(iters, groups, expect):
+    assert timing_groups(iters, groups) == expect and sum(expect) == iters
+
+
+class _FakeDist:
+    """torch.distributed stand-in for a CPU tensor: each all_reduce takes ``cost`` seconds."""
+
+    def __init__(self, cost):
+        self.cost, self.calls, self.barriers = cost, 0, 0
+
+    def all_reduce(self, tensor, group=None):
+        self.calls += 1
+        time.sleep(self.cost)
+
+    def barrier(self, group=None):
+        self.barriers += 1
+
+
+def test_time_allreduce_groups_calls_and_divides_by_the_group_size():
+    class T:
+        is_cuda = False
+
+    d = _FakeDist(0.002)
+    times = time_allreduce(d, T(), iters=8, warmup=2, groups=4)
+    assert d.calls == 10 and d.barriers == 1 and len(times) == 4
+    # per-call seconds, not per-group: each value is about one call's cost
+    assert all(0.0015 < t < 0.05 for t in times)
+    assert time_allreduce(_FakeDist(0), T(), iters=0, warmup=0) == []
+
+
+@pytest.mark.parametrize("free_gb, seq, expect", [(139, 128, 128), (79, 128, 128), (24, 128, 64), (16, 128, 32),
+                                                  (8, 128, 8), (4, 128, 8), (139, 512, 32), (139, 64, 128), (16, 512, 8)])
+def test_auto_batch_fits_the_memory_budget(free_gb, seq, expect):
+    b, est = plan.auto_batch(free_gb * 1e9, seq)
+    assert b == expect
+    if free_gb >= 8:  # below that even the smallest batch does not fit: the fallback says so by its estimate
+        assert est <= plan.AUTO_MEMORY_FRACTION * free_gb * 1e9
+
+
+@pytest.mark.parametrize("batch, seq, measured_gb", [(32, 128, 5.2), (128, 128, 14.6), (32, 512, 14.6)])
+def test_auto_batch_memory_model_matches_the_h200_measurements(batch, seq, measured_gb):
+    """Peaks measured on the H200 (docs/examples/h200-1gpu-2026-11-29/confirm-compare.json, paired windows)."""
+    est = plan.BERT_BASE_FIXED_BYTES + plan.BERT_BASE_BYTES_PER_TOKEN * batch * seq
+    assert abs(est / 1e9 - measured_gb) / measured_gb < 0.1
+
+
+def test_gpu_plan_defaults_to_auto_batch_and_cpu_to_4():
+    assert plan.make_spec(cpu=False, nproc=0, tasks=["ddp"], timeout_s=60)["ddp"]["batch"] == "auto"
+    assert plan.make_spec(cpu=True, nproc=2, tasks=["ddp"], timeout_s=60)["ddp"]["batch"] == 4
+    assert plan.make_spec(cpu=False, nproc=0, tasks=["ddp"], timeout_s=60, batch=16)["ddp"]["batch"] == 16

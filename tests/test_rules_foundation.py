@@ -294,3 +294,30 @@ def test_latest_h200_scan_with_confirmation_runs_is_healthy():
     c = rep.snapshot.confirmation
     assert c.status == "ok" and c.copies[0].h2d_gbs.median > 40      # Gen5 x16: 55 GB/s measured
     assert c.ddp.params == 109_514_298 and c.ddp.step.step_s.median < 0.1
+
+
+def test_h200_scan_with_auto_batch_reports_and_renders_it():
+    """The 12:36 H200 scan (schema 1.3): the DDP step ran at the auto batch (128 x 128 on 149 GB free), the
+    report says so, and at world size 1 it shows no gradient all-reduce figure (nothing moved)."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from gpudoctor.facts.model import Snapshot
+    from gpudoctor.reports.confirm_view import render_confirmation
+
+    from conftest import H200
+
+    doc = json.loads((H200 / "scan-full-1.3.json").read_text())
+    assert doc["schema_version"] == "1.3"
+    rep = evaluate(Snapshot.model_validate(doc["snapshot"]))
+    assert [(f.rule_id, f.severity) for f in rep.findings] == [("HST004", "info")]
+    d = rep.snapshot.confirmation.ddp
+    assert (d.per_rank_batch, d.seq_len, d.world_size) == (128, 128, 1) and d.batch_choice.startswith("auto")
+    assert 0.05 < d.step.step_s.median < 0.06 and d.step.step_s.p75 / d.step.step_s.p25 < 1.01  # 56 ms, steady
+    buf = io.StringIO()
+    render_confirmation(rep.snapshot.confirmation, Console(file=buf, width=200, color_system=None))
+    text = buf.getvalue()
+    assert "batch 128/rank (auto) x seq 128" in text and "fits 40% of every GPU's free memory" in text
+    assert "gradient all-reduce" not in text

@@ -243,7 +243,8 @@ def smoke(
     model: Optional[Model] = typer.Option(None, "--model", help="builtin = BERT-base built with torch alone (GPU "
                                           "default); hf = transformers BertForMaskedLM(BertConfig()); tiny (CPU default)."),
     batch: Optional[int] = typer.Option(None, "--batch", min=1, help="Per-GPU batch (weak scaling) or global batch "
-                                        "(strong). Default 32 (tiny: 4)."),
+                                        "(strong). Default on GPU: the largest of 128/64/32/16/8 whose estimated peak "
+                                        "memory fits 40% of the free memory of every GPU; tiny: 4."),
     seq: Optional[int] = typer.Option(None, "--seq", min=8, max=512, help="Sequence length (default 128; tiny 32)."),
     steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Timed steps (default 20; CPU 6)."),
     warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),

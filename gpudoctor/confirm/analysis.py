@@ -122,7 +122,7 @@ def ddp_result(rank_results: dict[int, dict], world_size: int) -> Optional[DdpRe
     nosync = stat((r0.get("nosync") or {}).get("step_s") or [])
     return DdpResult(model=r0["model"], params=r0["params"], grad_bytes=r0["grad_bytes"], precision=r0["precision"],
                      optimizer=r0["optimizer"], world_size=world_size, per_rank_batch=r0["per_rank_batch"],
-                     global_batch=r0["global_batch"], seq_len=r0["seq"], warmup_steps=r0["warmup"],
+                     global_batch=r0["global_batch"], batch_choice=r0.get("batch_choice"), seq_len=r0["seq"], warmup_steps=r0["warmup"],
                      timed_steps=r0["steps"], scaling=r0["scaling"], step=step, nosync_step_s=nosync, single=single,
                      efficiency=eff[0], efficiency_low=eff[1], efficiency_high=eff[2],
                      grad_allreduce_s=stat(r0.get("grad_allreduce_s") or []),

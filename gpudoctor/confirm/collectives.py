@@ -39,33 +39,48 @@ def spread(values: Sequence[float]) -> dict[str, float]:
             "rel_spread": (max(values) - min(values)) / med if med else 0.0}
 
 
-def time_allreduce(dist: Any, tensor: Any, iters: int, warmup: int, group: Any = None) -> list[float]:
-    """Time ``iters`` all-reduces of ``tensor`` after ``warmup`` untimed ones; seconds per call.
+def timing_groups(iters: int, groups: int = 5) -> list[int]:
+    """Split ``iters`` timed calls into at most ``groups`` back-to-back groups (sizes differ by at most 1)."""
+    g = max(1, min(groups, iters))
+    return [iters // g + (1 if i < iters % g else 0) for i in range(g)]
 
-    On CUDA tensors each call is timed with CUDA events on the current stream
-    (device time, no host jitter); on CPU (gloo) with ``time.perf_counter`` around a
-    blocking call. A barrier precedes the timed loop so ranks start together.
+
+def time_allreduce(dist: Any, tensor: Any, iters: int, warmup: int, group: Any = None,
+                   groups: int = 5) -> list[float]:
+    """Time ``iters`` all-reduces of ``tensor`` after ``warmup`` untimed ones; seconds per call, one
+    value per group.
+
+    The calls run back to back in up to ``groups`` groups; each group is timed as a whole and divided
+    by its call count, the way nccl-tests times its ``-n`` iterations with one event pair
+    (common.cu, ``startColl``/``completeColl`` loop): per-call timing would add an event record and a
+    host round trip to every call and, for small messages, measure host launch latency instead of
+    the collective. The spread over groups is what the report shows. On CUDA tensors the groups are
+    timed with CUDA events on the current stream (device time); on CPU (gloo, blocking calls) with
+    ``time.perf_counter``. A barrier precedes the timed calls so ranks start together.
     ``dist`` is ``torch.distributed`` (passed in so this module never imports torch).
+    Returns a list of ``len(timing_groups(iters, groups))`` floats (seconds per call); [] when iters < 1.
     """
     for _ in range(warmup):
         dist.all_reduce(tensor, group=group)
+    sizes = timing_groups(iters, groups) if iters > 0 else []
     if tensor.is_cuda:
         import torch
 
         torch.cuda.synchronize()
         dist.barrier(group=group)
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        for i in range(iters):
-            starts[i].record()
-            dist.all_reduce(tensor, group=group)
-            ends[i].record()
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(len(sizes) + 1)]
+        marks[0].record()
+        for i, k in enumerate(sizes):
+            for _ in range(k):
+                dist.all_reduce(tensor, group=group)
+            marks[i + 1].record()
         torch.cuda.synchronize()
-        return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+        return [marks[i].elapsed_time(marks[i + 1]) / 1e3 / k for i, k in enumerate(sizes)]
     dist.barrier(group=group)
     out = []
-    for _ in range(iters):
+    for k in sizes:
         t0 = time.perf_counter()
-        dist.all_reduce(tensor, group=group)
-        out.append(time.perf_counter() - t0)
+        for _ in range(k):
+            dist.all_reduce(tensor, group=group)
+        out.append((time.perf_counter() - t0) / k)
     return out

@@ -36,6 +36,20 @@ MODELS: dict[str, dict[str, int]] = {
 
 TASKS = ("copy", "allreduce", "ddp")
 
+#: GPU default per-rank batch ("auto"): the largest of these whose estimated peak memory fits
+#: AUTO_MEMORY_FRACTION of the free memory of the smallest GPU. 32 x 128 tokens leaves an H200 waiting on
+#: the host (kernel launches): 4x the tokens took only 1.3x the time, and windows of the same loop varied by
+#: 7.5 %; at 128 x 128 they varied by 0.1 % (docs/examples/h200-1gpu-2026-11-29/confirm-compare.txt).
+AUTO_BATCHES = (128, 64, 32, 16, 8)
+AUTO_MEMORY_FRACTION = 0.4
+#: ... and at most this many tokens per rank: 128 x 128 already keeps an H200 busy (56 ms a step); more only
+#: lengthens the run.
+AUTO_MAX_TOKENS = 128 * 128
+#: BERT-base DDP step peak memory model, bytes = fixed + per_token * batch * seq: fitted to the H200
+#: measurements (bf16 autocast, fused AdamW): 5.2 GB at 32 x 128, 14.6 GB at 128 x 128 and at 32 x 512.
+BERT_BASE_FIXED_BYTES = 2.1e9
+BERT_BASE_BYTES_PER_TOKEN = 0.8e6
+
 #: Test-only fault injection understood by the worker: ``RANK:KIND:AT[:unless=VAR]`` with KIND in
 #: hang/exit/raise and AT in init/copy/allreduce/ddp. Never set it outside tests.
 FAULT_ENV = "GPUDOCTOR_CONFIRM_FAULT"
@@ -74,6 +88,21 @@ def normalize_dtype(name: str) -> str:
     if key not in table:
         raise ValueError(f"unknown dtype {name!r} (bf16, fp16, fp32)")
     return table[key]
+
+
+def auto_batch(free_bytes: float, seq: int) -> tuple[int, float]:
+    """(per-rank batch, its estimated peak bytes) for the BERT-base step at sequence length ``seq``
+    on a GPU with ``free_bytes`` free: the largest of AUTO_BATCHES with batch * seq <= AUTO_MAX_TOKENS
+    whose estimate (BERT_BASE_FIXED_BYTES + BERT_BASE_BYTES_PER_TOKEN * batch * seq) is at most
+    AUTO_MEMORY_FRACTION * free_bytes; the smallest of them when none fits."""
+    for b in AUTO_BATCHES:
+        if b * seq > AUTO_MAX_TOKENS and b != AUTO_BATCHES[-1]:
+            continue
+        est = BERT_BASE_FIXED_BYTES + BERT_BASE_BYTES_PER_TOKEN * b * seq
+        if est <= AUTO_MEMORY_FRACTION * free_bytes:
+            return b, est
+    b = AUTO_BATCHES[-1]
+    return b, BERT_BASE_FIXED_BYTES + BERT_BASE_BYTES_PER_TOKEN * b * seq
 
 
 def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
@@ -116,7 +145,8 @@ def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
         "ddp": {
             "model": model,
             "config": MODELS["tiny" if small else "bert-base"],
-            "batch": batch or (4 if small else 32),
+            "batch": batch or (4 if small else "auto"),
+            "batch_given": batch is not None,
             "seq": seq or (32 if small else 128),
             "warmup": warmup_steps if warmup_steps is not None else (2 if cpu else 5),
             "steps": steps or (6 if cpu else 20),

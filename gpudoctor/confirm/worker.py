@@ -34,7 +34,8 @@ import time
 import traceback
 
 from gpudoctor.confirm.collectives import time_allreduce
-from gpudoctor.confirm.plan import FAULT_ENV, fmt_size, parse_fault
+from gpudoctor.confirm.plan import (AUTO_BATCHES, AUTO_MAX_TOKENS, AUTO_MEMORY_FRACTION, BERT_BASE_BYTES_PER_TOKEN, BERT_BASE_FIXED_BYTES,
+                                    FAULT_ENV, auto_batch, fmt_size, parse_fault)
 
 NCCL_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 EXACT_LIMIT = {"bfloat16": 256, "float16": 2048, "float32": 2 ** 24}  # largest integer each dtype holds exactly
@@ -248,6 +249,26 @@ def _train_steps(torch, model, loss_fn, opt, scaler, autocast, ids, labels, mark
             "losses": [float(x.float().item()) for x in losses]}
 
 
+def _resolve_batch(torch, dist, cfg: dict, cuda: bool) -> tuple[int, str]:
+    """The step's batch (per rank, or global under strong scaling) and how it was chosen. "auto" (the GPU
+    default): :func:`plan.auto_batch` on this rank's free memory, then the minimum over ranks (an
+    all-reduce), so every rank runs the same batch."""
+    if cfg["batch"] != "auto":
+        return int(cfg["batch"]), ("given (--batch)" if cfg.get("batch_given") else "default of the tiny model")
+    if not cuda:
+        return 4, "default of the tiny model"
+    free, _total = torch.cuda.mem_get_info()
+    mine, _est = auto_batch(free, cfg["seq"])
+    t = torch.tensor([mine], dtype=torch.int64, device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    batch = int(t.item())
+    est = BERT_BASE_FIXED_BYTES + BERT_BASE_BYTES_PER_TOKEN * batch * cfg["seq"]
+    return batch, (f"auto: the largest of {'/'.join(map(str, AUTO_BATCHES))} with at most {AUTO_MAX_TOKENS} tokens whose "
+                   f"estimated peak "
+                   f"({est / 1e9:.1f} GB) fits {AUTO_MEMORY_FRACTION:.0%} of every GPU's free memory "
+                   f"(rank {dist.get_rank()}: {free / 1e9:.0f} GB free)")
+
+
 def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: State, fault) -> dict:
     """DDP BERT smoke step (checklist C2-C5, C8); returns raw timings and checks."""
     import contextlib
@@ -259,7 +280,8 @@ def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: Stat
     cuda = device == "cuda"
     marks = Marks(torch, cuda)
     strong = cfg["scaling"] == "strong"
-    per_rank = max(1, cfg["batch"] // n) if strong else cfg["batch"]
+    batch, batch_choice = _resolve_batch(torch, dist, cfg, cuda)
+    per_rank = max(1, batch // n) if strong else batch
     state.set("ddp", f"DDP: building {cfg['model']} model")
     if cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -292,7 +314,8 @@ def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: Stat
     main = _train_steps(torch, ddp, loss_fn, opt, make_scaler(), autocast, ids, labels, marks, cfg["warmup"], cfg["steps"])
     out = {"model": cfg["model"], "params": params, "grad_bytes": params * 4, "precision": precision,
            "optimizer": opt_name, "per_rank_batch": per_rank, "global_batch": per_rank * n, "seq": cfg["seq"],
-           "warmup": cfg["warmup"], "steps": cfg["steps"], "scaling": cfg["scaling"], "ddp": main}
+           "warmup": cfg["warmup"], "steps": cfg["steps"], "scaling": cfg["scaling"], "batch_choice": batch_choice,
+           "ddp": main}
 
     state.set("ddp-check", "DDP: comparing parameters across ranks")
     flat = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])

@@ -17,7 +17,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.2"  # 1.1: topology, libpath, logs; 1.2: confirmation
+SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice
 
 Unlimited = Literal["unlimited"]
 
@@ -530,6 +530,8 @@ class DdpResult(_Model):
     world_size: int
     per_rank_batch: int
     global_batch: int
+    batch_choice: Optional[str] = Field(None, description="how the batch was chosen: 'given (--batch)', the tiny "
+                                        "model's default, or 'auto: ...' with its memory estimate (GPU default)")
     seq_len: int
     warmup_steps: int
     timed_steps: int

@@ -61,7 +61,8 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
     d = c.ddp
     if d is not None:
         console.print(f"[bold]DDP smoke step[/] · {d.model} ({d.params / 1e6:.1f} M params), {d.precision}, "
-                      f"{d.optimizer}, batch {d.per_rank_batch}/rank x seq {d.seq_len}, {d.world_size} rank(s), "
+                      f"{d.optimizer}, batch {d.per_rank_batch}/rank{' (auto)' if (d.batch_choice or '').startswith('auto') else ''}"
+                      f" x seq {d.seq_len}, {d.world_size} rank(s), "
                       f"{d.warmup_steps} warm-up + {d.timed_steps} timed steps", highlight=False)
         t = Table(show_edge=False, title_justify="left")
         for col in ("", "step ms", "p25-p75", "forward", "backward (+all-reduce)", "optimizer"):
@@ -80,7 +81,7 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
         if d.efficiency is not None:
             parts.append(f"scaling efficiency E = {d.efficiency:.2f} ({d.efficiency_low:.2f}-{d.efficiency_high:.2f}, "
                          f"{d.scaling})")
-        if d.grad_allreduce_s:
+        if d.grad_allreduce_s and d.world_size > 1:  # at world size 1 the all-reduce moves nothing
             parts.append(f"gradient all-reduce {_ms(d.grad_allreduce_s)} ms ({fmt_size(d.grad_bytes)})")
         if d.loss_first is not None:
             parts.append(f"loss {d.loss_first:.3f} -> {d.loss_last:.3f}")
@@ -91,6 +92,8 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
         if mem:
             parts.append("peak memory " + ", ".join(mem))
         console.print("  " + " · ".join(parts), highlight=False)
+        if d.batch_choice and d.batch_choice.startswith("auto"):
+            console.print(f"  batch {escape(d.batch_choice)}; --batch sets it", highlight=False, style="dim")
     for run in c.runs:
         if run.status != "ok" or len(c.runs) > 1:
             console.print(f"  run {escape(run.name)}: {run.status} in {run.seconds:.1f} s"
