@@ -109,6 +109,32 @@ def test_explain_and_rules_list():
     assert r.returncode == 0 and len(r.stdout.splitlines()) >= 27
 
 
+def test_explain_renders_markdown_on_a_terminal():
+    """On a terminal `explain` renders the Markdown (no raw '# ' heading or '**'); piped it stays Markdown."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "gpudoctor", "explain", "GPU002"], stdout=slave,
+                             stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=ROOT, COLUMNS="100"))
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert p.wait(timeout=60) == 0
+    finally:
+        os.close(master)
+    out = b"".join(chunks).decode("utf-8", "replace")
+    assert "GPU002" in out and "Sources" in out
+    assert "# GPU002" not in out and "**" not in out
+
+
 def test_rule_docs_are_generated_from_metadata():
     import gpudoctor.rules  # noqa: F401
     from gpudoctor.reports.ruledocs import families, family_page

@@ -450,7 +450,14 @@ def explain(rule_id: str = typer.Argument(..., help="A rule id, e.g. GPU002.")):
     spec = REGISTRY.get(rule_id.upper())
     if spec is None:
         raise fail(f"unknown rule {rule_id!r}; `gpudoctor rules` lists them")
-    sys.stdout.write(rule_markdown(spec) + "\n")
+    text = rule_markdown(spec)
+    if sys.stdout.isatty():  # a person reading: rendered; piped or redirected: the Markdown itself
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        sys.stdout.write(text + "\n")
 
 
 @app.command("rules")
