@@ -140,6 +140,8 @@ CASES_DETECT = {
     "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt": D.NVLINK,
     f"{RAW}/smi-q/005-remapped-rows-pending-snippet.txt": D.SMI_Q,
     "h200-errors/rendezvous-timeout.txt": D.ERRORS,
+    "h200-text/nvidia-smi-csv.txt": D.SMI_CSV, "h200-text/nvidia-smi-csv-samples.csv": D.SMI_CSV,
+    "h200-text/meminfo.txt": D.MEMINFO,
 }
 
 
@@ -166,3 +168,61 @@ def test_raw_topology_not_parsed_here_without_issue3(fix):
         import gpudoctor.parsers.topo  # noqa: F401
     except ImportError:
         assert "parser not available" in snap.inputs[0].note
+
+
+def test_smi_query_csv_h200(fix):
+    """The real `nvidia-smi --query-gpu=... --format=csv` of the H200 host: one GPU, units stripped, mask decoded."""
+    nv = nvidia_smi.parse_query_csv(read(fix, "h200-text/nvidia-smi-csv.txt"))
+    (g,) = nv.gpus
+    assert nv.driver_version == "580.159.04" and nv.available and nv.gpu_count == 1
+    assert (g.index, g.name, g.pci_bus_id) == (0, "NVIDIA H200", "00000000:00:06.0")
+    assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max) == (5, 5, 16, 16)
+    assert (g.temperature_c, g.power_draw_w, g.power_limit_w) == (38, 128.34, 700.0)
+    assert g.clock_event_reasons == ["GpuIdle"] and g.clock_event_reasons_mask == 1
+    assert (g.ecc_uncorrected_volatile, g.persistence_mode, g.compute_mode, g.mig_mode_current) == (0, True, "Default", False)
+    assert "memory_total_bytes" not in g.model_fields_set  # not queried: unknown, not zero
+
+
+def test_smi_query_csv_time_series(fix):
+    """397 samples of one GPU without an index column (rows keyed by timestamp): one GPU, the last values,
+    the clock event reasons of every sample (idle and, at full load, SW power cap)."""
+    nv = nvidia_smi.parse_query_csv(read(fix, "h200-text/nvidia-smi-csv-samples.csv"))
+    (g,) = nv.gpus
+    assert g.clock_event_reasons == ["GpuIdle", "SwPowerCap"] and g.power_draw_w == 127.77
+
+
+def test_smi_query_csv_keys_aliases_and_nounits():
+    text = ("index, clocks_throttle_reasons.active, memory.total [MiB], pcie.link.gen.current\n"
+            "0, 0x0000000000000000, 81559, 4\n1, 0x0000000000000008, 81559, 1\n"
+            "0, 0x0000000000000040, 81559, 4\n")  # a second sample: GPU 0 hit HW thermal slowdown
+    a, b = nvidia_smi.parse_query_csv(text).gpus
+    assert (a.index, a.clock_event_reasons, a.memory_total_bytes) == (0, ["HwThermalSlowdown"], 81559 * 2**20)
+    assert (b.index, b.clock_event_reasons, b.pcie_gen_current) == (1, ["HwSlowdown"], 1)
+    with pytest.raises(ParseError):
+        nvidia_smi.parse_query_csv("pid, process_name\n")
+    with pytest.raises(ParseError):
+        nvidia_smi.parse_query_csv("index, name\n")
+
+
+def test_meminfo(fix):
+    m = host_text.parse_meminfo(read(fix, "h200-text/meminfo.txt"))
+    assert m.total_bytes == 131981020 * 1024 and m.available_bytes == 131460312 * 1024
+    with pytest.raises(ParseError):
+        host_text.parse_meminfo("MemFree: 12 kB\n")
+
+
+def test_check_reads_query_csv_and_meminfo_and_fires_gpu_rules(tmp_path, fix):
+    """Offline check on CSV samples: a HW slowdown in one sample is an error (GPU002); a x8 link of a x16 slot a
+    PCI001 warning; RAM from /proc/meminfo."""
+    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    csv = tmp_path / "samples.csv"
+    csv.write_text("timestamp, index, pci.bus_id, clocks_event_reasons.active, pcie.link.width.current, "
+                   "pcie.link.width.max\n"
+                   "2026/11/29 10:00:00.000, 0, 00000000:18:00.0, 0x0000000000000000, 8, 16\n"
+                   "2026/11/29 10:00:01.000, 0, 00000000:18:00.0, 0x0000000000000008, 8, 16\n")
+    snap, errors = build_snapshot([str(csv), str(fix / "h200-text/meminfo.txt")])
+    assert errors == [] and snap.memory.total_bytes == 131981020 * 1024
+    found = {f.rule_id for f in evaluate(snap).findings}
+    assert {"GPU002", "PCI001"} <= found

@@ -17,6 +17,8 @@ PARSERS = {
     "smi_query": (nvidia_smi.parse_query, "h200-text/nvidia-smi-q-busy.txt"),
     "smi_xml": (nvidia_smi.parse_xml, "h200-text/nvidia-smi-q.xml"),
     "smi_list": (nvidia_smi.parse_list, "h200-text/nvidia-smi-L.txt"),
+    "smi_csv": (nvidia_smi.parse_query_csv, "h200-text/nvidia-smi-csv.txt"),
+    "meminfo": (host_text.parse_meminfo, "h200-text/meminfo.txt"),
     "nvlink": (nvidia_smi.parse_nvlink_status, "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt"),
     "lspci": (lspci.parse_lspci, "corpus/raw/lspci/005-plx-pex8725-acscap-acsctl-srcvalid.txt"),
     "df": (host_text.parse_df, "h200-errors/devshm-1m-dataloader.txt"),

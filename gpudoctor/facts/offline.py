@@ -161,6 +161,10 @@ def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
                 frag("nvml", nvidia_smi.parse_table(text))
             elif kind == D.SMI_L:
                 frag("nvml", nvidia_smi.parse_list(text))
+            elif kind == D.SMI_CSV:
+                frag("nvml", nvidia_smi.parse_query_csv(text))
+            elif kind == D.MEMINFO:
+                frag("memory", host_text.parse_meminfo(text))
             elif kind == D.P2P:
                 col.peer.update(p2p_check.parse_peer_checks(text))
                 info.sections.append("logs")

@@ -18,6 +18,8 @@ SMI = "nvidia-smi"
 TOPO = "nvidia-smi topo -m"
 NVLINK = "nvidia-smi nvlink -s"
 SMI_L = "nvidia-smi -L"
+SMI_CSV = "nvidia-smi --query-gpu CSV"
+MEMINFO = "/proc/meminfo"
 LSCPU = "lscpu"
 P2P = "peer-access check"
 COLLECT_ENV = "collect_env"
@@ -38,6 +40,12 @@ _RULES: list[tuple[str, re.Pattern]] = [
                      r"|NVIDIA-SMI has failed because", re.M)),
     (TOPO, re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+|\S+_\d+))*\s+CPU Affinity|^GPU0\s+X\s", re.M)),
     (NVLINK, re.compile(r"^GPU \d+: [^\n]*\n\s*Link \d+:", re.M)),
+    # the header line of --query-gpu=... --format=csv: query field names, comma separated, with at least one
+    # GPU field (a --query-compute-apps header has none of them)
+    (SMI_CSV, re.compile(r"\A\s*(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
+                         r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.)[^\n]*\n)"
+                         r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\n")),
+    (MEMINFO, re.compile(r"^MemTotal:\s+\d+ kB\s*\n(?:[^\n]*\n){0,3}?MemAvailable:\s+\d+ kB", re.M)),
     (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
     (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),
     (COLLECT_ENV, re.compile(r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"

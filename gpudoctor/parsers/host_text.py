@@ -126,3 +126,19 @@ def parse_ulimit(text: str) -> MemoryFacts:
     if not found:
         raise ParseError("no 'locked memory' or 'open files' line of ulimit -a")
     return m
+
+
+def parse_meminfo(text: str) -> MemoryFacts:
+    """Parse ``/proc/meminfo`` -> MemoryFacts with RAM total and available (bytes; the file's 'kB' are KiB,
+    proc(5)). Raises ParseError without a MemTotal line."""
+    vals = {}
+    for line in clean(text).split("\n"):
+        m = re.match(r"^(\w+):\s+(\d+)\s*kB\s*$", line.strip())
+        if m:
+            vals[m.group(1)] = int(m.group(2)) * 1024
+    if "MemTotal" not in vals:
+        raise ParseError("no 'MemTotal: N kB' line of /proc/meminfo")
+    mem = MemoryFacts(source="/proc/meminfo", total_bytes=vals["MemTotal"])
+    if "MemAvailable" in vals:
+        mem.available_bytes = vals["MemAvailable"]
+    return mem

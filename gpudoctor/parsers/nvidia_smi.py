@@ -533,3 +533,124 @@ def parse_list(text: str) -> NvmlFacts:
     nv = NvmlFacts(source="nvidia-smi -L")
     nv.gpus = gpus
     return _finish(nv)
+
+
+# ------------------------------------------------------------------------------------- --query-gpu CSV
+SOURCE_CSV = "nvidia-smi --query-gpu --format=csv"
+#: query field (nvidia-smi --help-query-gpu) -> (GpuFacts field, converter). Aliases cover renamed fields
+#: (clocks_throttle_reasons.* became clocks_event_reasons.* in driver 535).
+_CSV_FIELDS = {
+    "name": ("name", lambda v: None if na(v) else v.strip()),
+    "uuid": ("uuid", lambda v: None if na(v) else v.strip()),
+    "pci.bus_id": ("pci_bus_id", lambda v: None if na(v) else v.strip()),
+    "memory.total": ("memory_total_bytes", lambda v: size_bytes(v, "M") if not na(v) else None),
+    "memory.used": ("memory_used_bytes", lambda v: size_bytes(v, "M") if not na(v) else None),
+    "temperature.gpu": ("temperature_c", to_int),
+    "power.draw": ("power_draw_w", to_float),
+    "power.draw.instant": ("power_draw_w", to_float),
+    "power.draw.average": ("power_draw_w", to_float),
+    "power.limit": ("power_limit_w", to_float),
+    "enforced.power.limit": ("power_limit_w", to_float),
+    "power.default_limit": ("power_default_limit_w", to_float),
+    "pcie.link.gen.current": ("pcie_gen_current", to_int),
+    "pcie.link.gen.max": ("pcie_gen_max", to_int),
+    "pcie.link.gen.gpumax": ("pcie_gen_gpu_max", to_int),
+    "pcie.link.width.current": ("pcie_width_current", to_int),
+    "pcie.link.width.max": ("pcie_width_max", to_int),
+    "utilization.gpu": ("utilization_gpu_pct", to_int),
+    "pstate": ("pstate", _pstate),
+    "persistence_mode": ("persistence_mode", to_bool),
+    "compute_mode": ("compute_mode", _compute_mode),
+    "mig.mode.current": ("mig_mode_current", to_bool),
+    "mig.mode.pending": ("mig_mode_pending", to_bool),
+    "ecc.mode.current": ("ecc_mode_current", to_bool),
+    "ecc.errors.uncorrected.volatile.total": ("ecc_uncorrected_volatile", to_int),
+    "ecc.errors.uncorrected.aggregate.total": ("ecc_uncorrected_aggregate", to_int),
+    "remapped_rows.correctable": ("remapped_rows_correctable", to_int),
+    "remapped_rows.uncorrectable": ("remapped_rows_uncorrectable", to_int),
+    "remapped_rows.pending": ("remapped_rows_pending", to_bool),
+    "remapped_rows.failure": ("remapped_rows_failure", to_bool),
+}
+_CSV_REASON_FIELDS = {  # clocks_event_reasons.<x> -> NVML reason name
+    "gpu_idle": "GpuIdle", "applications_clocks_setting": "ApplicationsClocksSetting", "sw_power_cap": "SwPowerCap",
+    "hw_slowdown": "HwSlowdown", "hw_thermal_slowdown": "HwThermalSlowdown",
+    "hw_power_brake_slowdown": "HwPowerBrakeSlowdown", "sw_thermal_slowdown": "SwThermalSlowdown",
+    "sync_boost": "SyncBoost",
+}
+_CSV_HEADER_FIELD = re.compile(r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?: \[[^\]]+\])?$")
+
+
+def _csv_key(header: str) -> str:
+    """'power.draw [W]' -> 'power.draw'; 'clocks_throttle_reasons.active' -> 'clocks_event_reasons.active'."""
+    key = header.split(" [", 1)[0].strip().lower()
+    return key.replace("clocks_throttle_reasons.", "clocks_event_reasons.")
+
+
+def parse_query_csv(text: str) -> NvmlFacts:
+    """Parse ``nvidia-smi --query-gpu=FIELDS --format=csv`` output (with its header line; ``nounits`` too).
+
+    Fields known to :data:`_CSV_FIELDS` fill the GPU facts (MiB -> bytes, W, °C); ``driver_version``
+    fills the driver; unknown fields are ignored. A GPU is keyed by ``index``, else ``uuid``, else
+    ``pci.bus_id``, else its position in the sample (rows sharing a ``timestamp``). Several samples per GPU (``-l``/``-lms`` loops): every value
+    is the last sample's, except the clock event reasons, which are the union over all samples (an
+    intermittent HW slowdown must not vanish because the last sample was clean).
+    Raises ParseError when there is no header line of query fields or no data row.
+    """
+    lines = [ln for ln in clean(text).split("\n") if ln.strip()]
+    if not lines:
+        raise ParseError("empty --query-gpu CSV")
+    headers = [h.strip() for h in lines[0].split(",")]
+    if len(headers) < 2 or not all(_CSV_HEADER_FIELD.match(h) for h in headers):
+        raise ParseError("the first line is not a --query-gpu CSV header (e.g. 'index, name, pci.bus_id')")
+    keys = [_csv_key(h) for h in headers]
+    key_col = next((keys.index(k) for k in ("index", "uuid", "pci.bus_id") if k in keys), None)
+    by_key: dict[str, GpuFacts] = {}
+    masks: dict[str, int] = {}
+    driver: Optional[str] = None
+    rows = 0
+    ts_col = keys.index("timestamp") if "timestamp" in keys else None
+    prev_ts, pos = None, -1
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(keys):
+            continue  # a wrapped or truncated line
+        rows += 1
+        # without an id column: the n-th row of one sample (rows sharing a timestamp) is GPU n; without a
+        # timestamp either, every row is another GPU
+        same_sample = ts_col is not None and cells[ts_col] == prev_ts
+        pos = pos + 1 if ts_col is None or same_sample else 0
+        prev_ts = cells[ts_col] if ts_col is not None else None
+        ident = cells[key_col] if key_col is not None else str(pos)
+        g = by_key.get(ident)
+        if g is None:
+            idx = to_int(cells[keys.index("index")]) if "index" in keys else None
+            g = by_key[ident] = GpuFacts(index=idx if idx is not None else len(by_key))
+        for k, v in zip(keys, cells):
+            if k == "driver_version" and not na(v):
+                driver = v
+            elif k in _CSV_FIELDS:
+                field, conv = _CSV_FIELDS[k]
+                value = conv(v)
+                if value is not None:
+                    setattr(g, field, value)
+            elif k == "clocks_event_reasons.active":
+                m = to_int(v)
+                if m is not None:
+                    masks[ident] = masks.get(ident, 0) | m
+            elif k.startswith("clocks_event_reasons."):
+                name = _CSV_REASON_FIELDS.get(k.split(".", 1)[1])
+                if name and to_bool(v):
+                    masks[ident] = masks.get(ident, 0) | REASON_BITS[name]
+                elif name and to_bool(v) is False:
+                    masks.setdefault(ident, 0)
+    if not rows:
+        raise ParseError("a --query-gpu CSV header without data rows")
+    for ident, mask in masks.items():
+        g = by_key[ident]
+        g.clock_event_reasons_mask = mask
+        g.clock_event_reasons = sorted(name for bit, name in CLOCK_EVENT_REASONS if mask & bit)
+    nv = NvmlFacts(source=SOURCE_CSV)
+    if driver:
+        nv.driver_version = driver
+    nv.gpus = sorted(by_key.values(), key=lambda g: g.index)
+    return _finish(nv)

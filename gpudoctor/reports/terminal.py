@@ -37,11 +37,15 @@ def header_lines(report: Report) -> list[str]:
         lines.append(f"[bold]CPU[/] {escape((c.model or '?') if c else '?')} · "
                      f"{c.usable_cores:g} usable of {c.logical_cores} logical CPUs" if c and c.usable_cores else "[bold]CPU[/] ?")
         if m:
-            lines[-1] += f" · RAM {_gib(m.total_bytes)} · /dev/shm {_gib(m.shm_total_bytes) if m.shm_total_bytes else 'missing'}"
+            shm_unknown = bool(s.inputs) and "shm_total_bytes" not in (s.known_fields.get("memory") or [])
+            shm = _gib(m.shm_total_bytes) if m.shm_total_bytes else ("?" if shm_unknown else "missing")
+            lines[-1] += f" · RAM {_gib(m.total_bytes)} · /dev/shm {shm}"
     if nv and nv.available:
         models: dict[str, int] = defaultdict(int)
         for g in nv.gpus:
-            models[f"{g.name} ({_gib(g.memory_total_bytes)}, cc {g.compute_capability})"] += 1
+            extra = ", ".join(x for x in (_gib(g.memory_total_bytes) if g.memory_total_bytes else None,
+                                          f"cc {g.compute_capability}" if g.compute_capability else None) if x)
+            models[f"{g.name or '?'}" + (f" ({extra})" if extra else "")] += 1
         gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or "none"
         lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version or '?'} · "
                      f"CUDA driver API {nv.cuda_driver_version or '?'}")
