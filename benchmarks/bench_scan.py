@@ -3,8 +3,10 @@
 Usage (from the repo root, on the machine to measure):
     PYTHONPATH=. python3 benchmarks/bench_scan.py --runs 5 [--out results.json]
 
-Each command runs --runs times, sequentially, after one untimed warm-up run (page cache);
-the median, min and max wall times (s) are printed and written as JSON. The scan runs without
+Each command runs once untimed (page cache), then --runs rounds in which every command runs once, in
+turn (round-robin, so host drift hits all commands alike); the median, min and max wall times (s) are
+printed and written as JSON. "gpudoctor scan (no cuInit prefetch)" is the same scan with
+GPUDOCTOR_NO_CUINIT_PREFETCH=1 (see gpudoctor/probes/torch_script.py), for an A/B of that overlap. The scan runs without
 confirmation runs (`--no-confirm` when the installed gpudoctor has that flag).
 Goal (issue 2): scan <= 0.85 x collect_env, and scan <= import torch + 0.5 s.
 """
@@ -20,13 +22,16 @@ import sys
 import time
 
 
-def timed(argv, runs, env):
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=600)
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+def timed(cmds, runs):
+    """{name: [seconds per run]} for {name: (argv, env)}, round-robin after one warm-up run each."""
+    for argv, env in cmds.values():
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=600)
-        out.append(time.perf_counter() - t0)
+    out = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, (argv, env) in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=600)
+            out[name].append(time.perf_counter() - t0)
     return out
 
 
@@ -43,17 +48,19 @@ def main():
     if "--no-confirm" in help_text:
         scan.append("--no-confirm")
     cmds = {
-        "gpudoctor scan": scan,
-        "collect_env": [py, "-m", "torch.utils.collect_env"],
-        "import torch": [py, "-c", "import torch"],
-        "gpudoctor --help": [py, "-m", "gpudoctor", "--help"],
+        "gpudoctor scan": (scan, env),
+        "gpudoctor scan (no cuInit prefetch)": (scan, dict(env, GPUDOCTOR_NO_CUINIT_PREFETCH="1")),
+        "collect_env": ([py, "-m", "torch.utils.collect_env"], env),
+        "import torch": ([py, "-c", "import torch"], env),
+        "gpudoctor --help": ([py, "-m", "gpudoctor", "--help"], env),
     }
     res = {}
-    for name, argv in cmds.items():
-        ts = timed(argv, args.runs, env)
+    times = timed(cmds, args.runs)
+    for name, (argv, _env) in cmds.items():
+        ts = times[name]
         res[name] = {"median_s": round(statistics.median(ts), 3), "min_s": round(min(ts), 3),
                      "max_s": round(max(ts), 3), "runs": args.runs, "argv": " ".join(argv[1:])}
-        print(f"{name:18} median {res[name]['median_s']:.3f} s  (min {res[name]['min_s']:.3f}, "
+        print(f"{name:36} median {res[name]['median_s']:.3f} s  (min {res[name]['min_s']:.3f}, "
               f"max {res[name]['max_s']:.3f}, n={args.runs})")
     s, c, t = (res[k]["median_s"] for k in ("gpudoctor scan", "collect_env", "import torch"))
     res["ratios"] = {"scan_over_collect_env": round(s / c, 3), "scan_minus_import_torch_s": round(s - t, 3),

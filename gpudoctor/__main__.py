@@ -1,4 +1,4 @@
-from gpudoctor.cli.app import main
+from gpudoctor.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -217,3 +217,35 @@ def test_folder_skips_files_of_no_known_format_but_named_files_must_parse(tmp_pa
 def test_version():
     r = gd("--version")
     assert r.returncode == 0 and r.stdout.startswith("gpudoctor ")
+
+
+def test_entry_starts_the_torch_probe_early_only_for_scan(monkeypatch):
+    from gpudoctor.cli import entry
+    from gpudoctor.probes import subproc, torch_start
+
+    calls = []
+    monkeypatch.setattr(torch_start, "start", lambda python, timeout: calls.append((python, timeout)))
+    monkeypatch.setattr("atexit.register", lambda fn: fn)
+    monkeypatch.setattr(subproc, "kill_all", lambda: 0)
+    monkeypatch.setattr("gpudoctor.probes.interrupt.install", lambda: None)
+    assert entry.early_torch_probe(["scan"]) and calls[-1] == (None, 90.0)
+    assert entry.early_torch_probe(["scan", "--json", "--python", "/opt/py", "--torch-timeout=30"])
+    assert calls[-1] == ("/opt/py", 30.0)
+    for argv in (["scan", "--help"], ["check", "x"], [], ["scan", "--torch-timeout", "soon"], ["smoke"],
+                 ["scan", "--torch-timeout", "0"]):
+        n = len(calls)
+        assert not entry.early_torch_probe(argv) and len(calls) == n, argv
+
+
+def test_entry_default_torch_timeout_matches_the_scan_option():
+    import inspect
+
+    from gpudoctor.cli import app, entry
+
+    default = inspect.signature(app.scan).parameters["torch_timeout"].default.default
+    assert entry.TORCH_TIMEOUT_DEFAULT == default
+
+
+def test_console_script_points_at_the_entry():
+    text = open(os.path.join(ROOT, "pyproject.toml")).read()
+    assert 'gpudoctor = "gpudoctor.cli.entry:main"' in text

@@ -1,0 +1,53 @@
+"""Console entry point (``gpudoctor`` and ``python -m gpudoctor``).
+
+For ``scan`` it starts the torch probe child (:mod:`gpudoctor.probes.torch_start`, stdlib only) before the
+command-line framework and the rest of gpudoctor load, so that their import time hides behind the
+child's ``import torch`` instead of adding to it. Everything else is :func:`gpudoctor.cli.app.main`.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+#: must equal the default of ``scan --torch-timeout`` (gpudoctor/cli/app.py; a test checks it)
+TORCH_TIMEOUT_DEFAULT = 90.0
+
+
+def _option(argv: list[str], name: str) -> Optional[str]:
+    """The value of ``--name VALUE`` / ``--name=VALUE`` in ``argv`` (the last one wins), else None."""
+    value = None
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(name + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def early_torch_probe(argv: list[str]) -> bool:
+    """Start the torch probe for ``gpudoctor scan ...`` now; True when started. Anything unusual (help,
+    another command, an unreadable --torch-timeout) is left to the real parser."""
+    if not argv or argv[0] != "scan" or any(a in ("-h", "--help") for a in argv):
+        return False
+    raw = _option(argv, "--torch-timeout")
+    try:
+        timeout = float(raw) if raw is not None else TORCH_TIMEOUT_DEFAULT
+    except ValueError:
+        return False
+    if timeout < 1:
+        return False
+    import atexit
+
+    from gpudoctor.probes import interrupt, subproc, torch_start
+
+    interrupt.install()  # Ctrl-C from now on kills the child and still gives the partial report (exit 130)
+    torch_start.start(_option(argv, "--python"), timeout)
+    atexit.register(subproc.kill_all)  # a usage error below must not leave the child running
+    return True
+
+
+def main() -> None:
+    early_torch_probe(sys.argv[1:])
+    from gpudoctor.cli.app import main as app_main
+
+    app_main()
