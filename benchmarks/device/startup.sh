@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Scan start-up cost on a GPU host (issue 2's goal: scan <= import torch + 0.5 s) and GPU checks of the
-# smoke step's batch paths, in one device call. From the repo root:  OUT=/some/dir bash benchmarks/device/startup.sh
-# Writes: bench_scan.txt/.json (round-robin, with and without the cuInit prefetch), torch-probe.txt (the torch
-# probe child's own timings, 3 runs each way), smoke-hf.json (--model hf, auto batch), smoke-b32.json (--batch 32).
+# Scan start-up cost on a GPU host (issue 2's goal: scan <= import torch + 0.5 s), in one device call.
+# From the repo root:  OUT=/some/dir bash benchmarks/device/startup.sh
+# Writes: bench_scan.txt/.json (round-robin; scan with and without the cuInit prefetch, collect_env, import
+# torch, --help) and timeline.txt/.json (benchmarks/scan_timeline.py: where the scan's wall time goes).
+# SMOKE=1 also runs `smoke --model hf` (auto batch) and `smoke --batch 32` (smoke-hf.json, smoke-b32.json).
 set -u
 OUT=${OUT:-/tmp/gpudoctor-startup}; mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -10,15 +11,12 @@ if [ -d .whl ]; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=.:${PYTHONPATH:-}
-date -u > "$OUT/torch-probe.txt"
-for i in 1 2 3; do
-  for v in "" 1; do
-    echo "GPUDOCTOR_NO_CUINIT_PREFETCH=$v" >> "$OUT/torch-probe.txt"
-    GPUDOCTOR_NO_CUINIT_PREFETCH=$v timeout 120 python3 gpudoctor/probes/torch_script.py 2>&1 | tail -1 | cut -c1-700 >> "$OUT/torch-probe.txt"
-  done
-done
-timeout 400 python3 benchmarks/bench_scan.py --runs 7 --out "$OUT/bench_scan.json" > "$OUT/bench_scan.txt" 2>&1
+date -u > "$OUT/bench_scan.txt"
+timeout 400 python3 benchmarks/bench_scan.py --runs 7 --out "$OUT/bench_scan.json" >> "$OUT/bench_scan.txt" 2>&1
 echo "bench rc=$?" >> "$OUT/bench_scan.txt"
-timeout 150 python3 -m gpudoctor smoke --model hf --json > "$OUT/smoke-hf.json" 2> "$OUT/smoke-stderr.txt"; echo "smoke hf rc=$?" >> "$OUT/bench_scan.txt"
-timeout 150 python3 -m gpudoctor smoke --batch 32 --json > "$OUT/smoke-b32.json" 2>> "$OUT/smoke-stderr.txt"; echo "smoke b32 rc=$?" >> "$OUT/bench_scan.txt"
-cat "$OUT/bench_scan.txt"
+timeout 200 python3 benchmarks/scan_timeline.py --runs 5 --out "$OUT/timeline.json" > "$OUT/timeline.txt" 2>&1
+if [ "${SMOKE:-0}" = 1 ]; then
+  timeout 150 python3 -m gpudoctor smoke --model hf --json > "$OUT/smoke-hf.json" 2> "$OUT/smoke-stderr.txt"
+  timeout 150 python3 -m gpudoctor smoke --batch 32 --json > "$OUT/smoke-b32.json" 2>> "$OUT/smoke-stderr.txt"
+fi
+cat "$OUT/bench_scan.txt" "$OUT/timeline.txt"

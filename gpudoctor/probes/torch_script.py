@@ -198,8 +198,20 @@ def vision_main():
     print(MARK + json.dumps(out))
 
 
+def fast_exit():
+    """Exit without the interpreter's teardown: with torch imported it takes 0.3-0.4 s (measured on the dev
+    box: the JSON line is out at 0.7-1.1 s, the process ends 0.3-0.4 s later), and gpudoctor waits for
+    the exit. Everything this script writes is flushed first; it holds no other resource."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(0)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["vision"]:
         vision_main()
     else:
         main()
+    fast_exit()
