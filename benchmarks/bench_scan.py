@@ -5,8 +5,7 @@ Usage (from the repo root, on the machine to measure):
 
 Each command runs once untimed (page cache), then --runs rounds in which every command runs once, in
 turn (round-robin, so host drift hits all commands alike); the median, min and max wall times (s) are
-printed and written as JSON. "gpudoctor scan (no cuInit prefetch)" is the same scan with
-GPUDOCTOR_NO_CUINIT_PREFETCH=1 (see gpudoctor/probes/torch_script.py), for an A/B of that overlap. The scan runs without
+printed and written as JSON. The scan runs without
 confirmation runs (`--no-confirm` when the installed gpudoctor has that flag).
 Goal (issue 2): scan <= 0.85 x collect_env, and scan <= import torch + 0.5 s.
 """
@@ -49,7 +48,6 @@ def main():
         scan.append("--no-confirm")
     cmds = {
         "gpudoctor scan": (scan, env),
-        "gpudoctor scan (no cuInit prefetch)": (scan, dict(env, GPUDOCTOR_NO_CUINIT_PREFETCH="1")),
         "collect_env": ([py, "-m", "torch.utils.collect_env"], env),
         "import torch": ([py, "-c", "import torch"], env),
         "gpudoctor --help": ([py, "-m", "gpudoctor", "--help"], env),

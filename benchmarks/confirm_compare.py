@@ -3,7 +3,10 @@
 1. All-reduce: gpudoctor's sweep (``collectives.time_allreduce``: groups of back-to-back calls, each
    group timed with one CUDA event pair, median over groups) vs a plain
    ``torch.distributed.all_reduce`` loop timed with one event pair around all ``iters`` calls (the
-   nccl-tests way), same sizes, dtypes, warm-up and world size.
+   nccl-tests way), same sizes, dtypes, warm-up and world size: once from the separate runs, then
+   ``--paired`` rounds in one process (alternating). On GPU also a harness check: the same two timings
+   of a device-bound kernel (``t.mul_(1)``, 64 MiB-1 GiB) standing in for the collective, which shows
+   how they agree when the device, not the host, sets the pace (at world size 1 NCCL moves nothing).
 2. DDP step, two ways:
    a. separate processes (``--repeat``): gpudoctor's whole confirmation run (its launcher and
       worker) vs a plain DDP script with the same model, batch, sequence length, bf16 autocast, fused
@@ -51,12 +54,22 @@ def bootstrap_median_ci(values: list, reps: int = 2000, seed: int = 0) -> tuple:
 
 
 def parse_settings(text: str) -> list:
-    """'32x128,128x128' -> [(32, 128), (128, 128)] (per-rank batch x sequence length)."""
+    """'32x128,128x128' -> [(32, 128), (128, 128)] (per-rank batch x sequence length). Raises ValueError."""
     out = []
     for part in text.split(","):
         b, _, q = part.strip().lower().partition("x")
-        out.append((int(b), int(q)))
+        b, q = int(b), int(q)
+        if b < 1 or not 8 <= q <= 512:
+            raise ValueError(part)
+        out.append((b, q))
     return out
+
+
+def _positive(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return v
 
 
 def _port() -> int:
@@ -242,19 +255,21 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
 def main() -> int:
     import statistics
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--nproc", type=int, default=0, help="ranks (default: every GPU torch sees)")
     ap.add_argument("--batch", type=int, default=None,
                     help="per-rank batch (default 128, what smoke's auto batch picks on an H200; --cpu: 4)")
     ap.add_argument("--seq", type=int, default=None, help="sequence length (default 128; --cpu: 32)")
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--repeat", type=int, default=2, help="alternate gpudoctor / plain runs this many times")
-    ap.add_argument("--paired", type=int, default=10,
-                    help="rounds of paired windows (gpudoctor loop, plain loop) inside one process, per setting")
+    ap.add_argument("--repeat", type=_positive, default=2, help="alternate gpudoctor / plain runs this many times")
+    ap.add_argument("--paired", type=_positive, default=10,
+                    help="rounds of paired windows (gpudoctor loop, plain loop) inside one process, per DDP "
+                         "setting and per all-reduce size")
     ap.add_argument("--settings", default="",
                     help="per-rank batch x seq list for the paired windows (default: --batch x --seq, 32x128, 32x512;"
                          " --cpu: 4x32)")
-    ap.add_argument("--steps", type=int, default=40, help="steps per paired window")
+    ap.add_argument("--steps", type=_positive, default=40, help="steps per paired window")
     ap.add_argument("--cpu", action="store_true", help="dry run on CPU (gloo, tiny model): checks the script")
     args = ap.parse_args()
 
@@ -268,7 +283,10 @@ def main() -> int:
     args.batch = args.batch or (4 if args.cpu else 128)
     args.seq = args.seq or (32 if args.cpu else 128)
     if args.settings:
-        settings = parse_settings(args.settings)
+        try:
+            settings = parse_settings(args.settings)
+        except ValueError:
+            ap.error(f"--settings {args.settings!r}: expected BATCHxSEQ[,BATCHxSEQ...], e.g. 128x128,32x512")
     elif args.cpu:
         settings = [(4, 32)]
     else:
@@ -353,15 +371,17 @@ def main() -> int:
         pl = p["plain_step_s"]
         floor = statistics.median([abs(pl[i + 1] / pl[i] - 1) for i in range(len(pl) - 1)]) if len(pl) > 1 else None
         verdict = "within 5 %" if lo >= 0.95 and hi <= 1.05 else "NOT established within 5 %"
+        peak_txt = f"{p['peak_allocated_bytes'] / 1e9:.1f} GB" if p["peak_allocated_bytes"] else "n/a"
         paired.append(dict(p, ratios=ratios, ratio_median=med, ratio_ci95=[lo, hi], plain_window_noise=floor,
                            verdict=verdict))
         print(f"paired windows, batch {p['batch']}/rank x seq {p['seq']} ({len(ratios)} rounds x {p['steps_per_window']}"
               f" steps per side): gpudoctor {statistics.median(p['gpudoctor_step_s']) * 1e3:.2f} ms, plain "
               f"{statistics.median(pl) * 1e3:.2f} ms (medians); per-round ratio median {med:.3f}, bootstrap 95 % "
               f"[{lo:.3f}, {hi:.3f}] -> {verdict}; consecutive plain windows differ by {(floor or 0) * 100:.1f} % "
-              f"(median); peak {(p['peak_allocated_bytes'] or 0) / 1e9:.1f} GB; "
+              f"(median); peak {peak_txt}; "
               f"ratios {[round(r, 3) for r in ratios]}")
-    print(f"peak memory rank 0: {(d.memory[0].peak_allocated_bytes or 0) / 1e9:.2f} GB; params {d.params:,}")
+    peak = d.memory[0].peak_allocated_bytes if d.memory else None
+    print(f"peak memory rank 0: {f'{peak / 1e9:.2f} GB' if peak else 'n/a (CPU)'}; params {d.params:,}")
     if facts.copies:
         print("pinned copies: " + ", ".join(f"GPU {c.device_index} H2D {c.h2d_gbs.median:.1f} / D2H "
                                             f"{c.d2h_gbs.median:.1f} GB/s" for c in facts.copies))

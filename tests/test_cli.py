@@ -232,7 +232,7 @@ def test_entry_starts_the_torch_probe_early_only_for_scan(monkeypatch):
     assert entry.early_torch_probe(["scan", "--json", "--python", "/opt/py", "--torch-timeout=30"])
     assert calls[-1] == ("/opt/py", 30.0)
     for argv in (["scan", "--help"], ["check", "x"], [], ["scan", "--torch-timeout", "soon"], ["smoke"],
-                 ["scan", "--torch-timeout", "0"]):
+                 ["scan", "--torch-timeout", "0"], ["scan", "--torch-timeout", "nan"], ["scan", "--torch-timeout=1e300"]):
         n = len(calls)
         assert not entry.early_torch_probe(argv) and len(calls) == n, argv
 
@@ -243,7 +243,14 @@ def test_entry_default_torch_timeout_matches_the_scan_option():
     from gpudoctor.cli import app, entry
 
     default = inspect.signature(app.scan).parameters["torch_timeout"].default.default
-    assert entry.TORCH_TIMEOUT_DEFAULT == default
+    assert entry.TORCH_TIMEOUT_DEFAULT == default and entry.MAX_TIMEOUT_S == app.MAX_TIMEOUT_S
+
+
+@pytest.mark.parametrize("args", [["smoke", "--cpu", "--timeout", "inf"], ["bench", "allreduce", "--cpu", "--timeout", "1e300"],
+                                  ["scan", "--torch-timeout", "inf"], ["scan", "--confirm-timeout", "nan"]])
+def test_absurd_timeouts_are_usage_errors(args):
+    r = gd(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_console_script_points_at_the_entry():

@@ -22,7 +22,7 @@ def test_parse_size(text, expect):
     assert plan.parse_size(text) == expect
 
 
-@pytest.mark.parametrize("text", ["", "1X", "-1M", "0", "M"])
+@pytest.mark.parametrize("text", ["", "1X", "-1M", "0", "M", "99999999999999999999", "257G"])
 def test_parse_size_rejects(text):
     with pytest.raises(ValueError):
         plan.parse_size(text)
@@ -45,12 +45,21 @@ def test_make_spec_defaults_and_cpu_drops_copies():
     assert cpu["backend"] == "gloo" and cpu["tasks"] == ["allreduce", "ddp"] and cpu["ddp"]["model"] == "tiny"
 
 
-@pytest.mark.parametrize("kw", [{"nproc": -1}, {"tasks": ["train"]}, {"scaling": "medium"}, {"model": "gpt2"}])
+@pytest.mark.parametrize("kw", [{"nproc": -1}, {"tasks": ["train"]}, {"scaling": "medium"}, {"model": "gpt2"},
+                                {"seq": 129},                                      # the tiny model has 128 positions
+                                {"scaling": "strong", "batch": 3}])                # 3 samples over 2 ranks
 def test_make_spec_rejects(kw):
     args = dict(cpu=True, nproc=2, tasks=["ddp"], timeout_s=10)
     args.update(kw)
     with pytest.raises(ValueError):
         plan.make_spec(**args)
+
+
+def test_make_spec_drops_repeated_sizes_and_dtypes_and_allows_512_on_bert():
+    spec = plan.make_spec(cpu=False, nproc=0, tasks=["allreduce", "ddp"], timeout_s=10, sizes=[1024, 1024, 2048],
+                          dtypes=["fp32", "float32", "bf16"], seq=512, scaling="strong", batch=3)
+    assert spec["allreduce"]["sizes"] == [1024, 2048] and spec["allreduce"]["dtypes"] == ["float32", "bfloat16"]
+    assert spec["ddp"]["seq"] == 512  # BERT-base has 512 positions; strong scaling with nproc 0 is checked by the worker
 
 
 def test_retry_spec_is_shorter_and_skips_copies():

@@ -1,4 +1,4 @@
-"""Ctrl-C (SIGINT) during the confirmation runs and during their probes (issue 6; docs/reliability.md).
+"""Ctrl-C (SIGINT) and SIGTERM during the confirmation runs and during their probes (issue 6; docs/reliability.md).
 
 `gpudoctor smoke --cpu --nproc 2` with rank 1 hanging in the DDP step: SIGINT to gpudoctor ends it with
 exit 130, and no launcher or rank process (found by the run's environment marker) and no run folder is
@@ -68,7 +68,8 @@ def joined(tmp_path: Path) -> bool:
 
 
 @needs_torch
-def test_sigint_during_smoke_with_a_hanging_rank_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])  # SIGTERM: timeout(1), systemd, Slurm, k8s
+def test_sigint_during_smoke_with_a_hanging_rank_leaves_nothing(tmp_path, sig):
     p = start(["smoke", "--cpu", "--nproc", "2", "--timeout", "60", "--no-baseline"],
               {FAULT_ENV: "1:hang:ddp"}, tmp_path)
     try:
@@ -77,7 +78,7 @@ def test_sigint_during_smoke_with_a_hanging_rank_leaves_nothing(tmp_path):
         run_pids = [q.pid for q in marked(RUN_ENV)]
         assert len(run_pids) >= 3                                # the launcher and both ranks
         t0 = time.monotonic()
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=20)
         assert time.monotonic() - t0 < 10                        # not left to run into --timeout 60
         assert p.returncode == 130 and "Traceback" not in err and out == ""

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Scan start-up cost on a GPU host (issue 2's goal: scan <= import torch + 0.5 s), in one device call.
 # From the repo root:  OUT=/some/dir bash benchmarks/device/startup.sh
-# Writes: bench_scan.txt/.json (round-robin; scan with and without the cuInit prefetch, collect_env, import
-# torch, --help) and timeline.txt/.json (benchmarks/scan_timeline.py: where the scan's wall time goes).
+# Writes: bench_scan.txt/.json (round-robin: scan, collect_env, import torch,
+# --help) and timeline.txt/.json (benchmarks/scan_timeline.py: where the scan's wall time goes).
 # SMOKE=1 also runs `smoke --model hf` (auto batch) and `smoke --batch 32` (smoke-hf.json, smoke-b32.json).
 set -u
 OUT=${OUT:-/tmp/gpudoctor-startup}; mkdir -p "$OUT"

@@ -12,6 +12,9 @@ from typing import List, Optional
 
 import typer
 
+#: upper bound of every --*timeout option, seconds (one day): 'inf' or 1e300 would overflow the deadlines
+MAX_TIMEOUT_S = 86400.0
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -131,9 +134,9 @@ def scan(
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Skip the confirmation runs (all-reduce, DDP step)."),
-    confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5,
+    confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
                                           help="Hard limit in seconds for the confirmation runs (each transport "
                                                "re-run after a failure gets at most 45 s more)."),
 ):
@@ -250,7 +253,7 @@ def smoke(
     warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),
     scaling: Scaling = typer.Option(Scaling.weak, "--scaling", help="weak: per-GPU batch fixed; strong: global batch fixed."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, help="Hard limit in seconds; a hung rank is killed."),
+    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S, help="Hard limit in seconds; a hung rank is killed."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the step "
                                          "(default: as for the torch probe)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
@@ -281,7 +284,7 @@ def bench_allreduce(
     iters: Optional[int] = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
     warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
     no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, help="Hard limit in seconds; a hung rank is killed."),
+    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S, help="Hard limit in seconds; a hung rank is killed."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the benchmark."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
@@ -293,10 +296,12 @@ def bench_allreduce(
     from gpudoctor.confirm.plan import normalize_dtype, parse_size
 
     try:
-        size_list = [parse_size(x) for x in sizes.split(",") if x.strip()] if sizes else None
+        size_list = [parse_size(x) for x in sizes.split(",") if x.strip()] if sizes is not None else None
         dtype_list = [normalize_dtype(x) for x in dtypes.split(",") if x.strip()]
     except ValueError as exc:
         raise fail(str(exc))
+    if size_list == []:
+        raise fail("--sizes is empty")
     if not dtype_list:
         raise fail("--dtypes is empty")
     tasks = ["allreduce"] + ([] if no_copy else ["copy"])
@@ -362,7 +367,7 @@ def cluster(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
                                    "that makes rank 0's exit code 1."),
-    timeout: float = typer.Option(180.0, "--timeout", min=1, help="Seconds rank 0 waits for nodes to join and scan, "
+    timeout: float = typer.Option(180.0, "--timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds rank 0 waits for nodes to join and scan, "
                                   "and the limit of each collective and of the wait for results."),
     size_mib: Optional[float] = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
                                              "(default 256 on GPUs, 4 with --cpu; rules/cluster.toml)."),
@@ -374,7 +379,7 @@ def cluster(
     probes: Optional[str] = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
                                          "(default all: torch,nvml,host,cpu,memory,storage,env)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."),
     expect_nodes: Optional[int] = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
                                                "(torchrun --nnodes MIN:MAX: the rendezvous may start with fewer)."),
     expect_hosts: Optional[str] = typer.Option(None, "--expect-hosts", help="Comma list (or Slurm hostlist) of hosts "
@@ -490,7 +495,7 @@ def cuda_version_check(
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."),
 ):
     """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
 

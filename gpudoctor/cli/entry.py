@@ -11,6 +11,8 @@ from typing import Optional
 
 #: must equal the default of ``scan --torch-timeout`` (gpudoctor/cli/app.py; a test checks it)
 TORCH_TIMEOUT_DEFAULT = 90.0
+#: must equal gpudoctor.cli.app.MAX_TIMEOUT_S (a test checks it)
+MAX_TIMEOUT_S = 86400.0
 
 
 def _option(argv: list[str], name: str) -> Optional[str]:
@@ -34,7 +36,7 @@ def early_torch_probe(argv: list[str]) -> bool:
         timeout = float(raw) if raw is not None else TORCH_TIMEOUT_DEFAULT
     except ValueError:
         return False
-    if timeout < 1:
+    if not 1 <= timeout <= MAX_TIMEOUT_S:  # also false for nan; the parser then gives the usage error
         return False
     import atexit
 
@@ -46,7 +48,28 @@ def early_torch_probe(argv: list[str]) -> bool:
     return True
 
 
+def sigterm_as_sigint() -> None:
+    """Handle SIGTERM (sent by timeout(1), systemd, Slurm, Kubernetes) like Ctrl-C: whatever SIGINT handler is
+    in force runs (probe phase: children killed, partial report; confirmation runs: every rank ended), and
+    gpudoctor exits 130. Without it a terminated gpudoctor would leave its ranks running, holding GPU memory,
+    until their own deadline."""
+    import signal
+
+    def handler(signum, frame):
+        current = signal.getsignal(signal.SIGINT)
+        if callable(current):
+            current(signal.SIGINT, frame)
+        else:  # SIG_IGN inherited (nohup ... &) or SIG_DFL: still stop
+            raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # not the main thread, or a platform without SIGTERM
+        pass
+
+
 def main() -> None:
+    sigterm_as_sigint()
     early_torch_probe(sys.argv[1:])
     from gpudoctor.cli.app import main as app_main
 

@@ -14,7 +14,9 @@ Protocol (every wait is bounded by ``--timeout``; no step can hang forever on on
    ``cpu:gloo,cuda:nccl``, objects and clock ping-pongs always on gloo) with ``--timeout``:
    clock offsets (rank 0 ping-pongs each node), an all-reduce across all ranks, then
    round-robin node-to-node 2-rank all-reduces (see :mod:`gpudoctor.cluster.pairing`).
-   Timings use :func:`gpudoctor.confirm.collectives.time_allreduce`. Each rank posts ``result/<rank>``.
+   Timings use :func:`gpudoctor.confirm.collectives.time_allreduce`, one timing per call (``groups=iters``):
+   finding the slow node or link needs a median that one stalled call cannot move, and a constant
+   per-call overhead cancels between pairs. Each rank posts ``result/<rank>``.
 5. **report** — rank 0 waits for the results until the deadline, evaluates the CLU rules and prints.
 
 Each rank also posts ``phase/<rank>`` at every step, so a node that hangs is named with the
@@ -251,7 +253,8 @@ def confirm(dist, torch, store, plan: dict, rank: int, launch: LaunchInfo, opts:
     if global_ok:
         try:
             t = torch.zeros(numel, dtype=torch.float32, device=device)
-            ar["seconds"] = time_allreduce(_Delayed(dist, _delay_for(None)), t, plan["iters"], plan["warmup"])
+            ar["seconds"] = time_allreduce(_Delayed(dist, _delay_for(None)), t, plan["iters"], plan["warmup"],
+                                          groups=plan["iters"])
             n = len(members)
             chk = torch.full((1024,), float(me + 1), dtype=torch.float32, device=device)
             dist.all_reduce(chk)
@@ -286,7 +289,7 @@ def confirm(dist, torch, store, plan: dict, rank: int, launch: LaunchInfo, opts:
                                  timeout=_dt.timedelta(seconds=opts.timeout_s))
             t = torch.zeros(numel, dtype=torch.float32, device=device)
             entry["seconds"] = time_allreduce(_Delayed(dist, _delay_for(node_of.get(peer))), t, plan["iters"],
-                                              plan["warmup"], group=grp)
+                                              plan["warmup"], group=grp, groups=plan["iters"])
         except Exception as exc:
             entry["error"] = _short(exc)
         finally:

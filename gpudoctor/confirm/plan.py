@@ -14,6 +14,8 @@ from typing import Any, Optional
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
+#: the largest message size accepted (--sizes)
+MAX_SIZE = 256 * GiB
 
 #: BERT-base (BertForMaskedLM, 109,514,298 parameters, counted on the H200 host with
 #: transformers; tests/fixtures/confirm/bert-base-step.txt) gradients in fp32 = 438,057,192 bytes.
@@ -68,6 +70,8 @@ def parse_size(text: str) -> int:
     val = int(float(m.group(1)) * mult)
     if val <= 0:
         raise ValueError(f"size must be positive: {text!r}")
+    if val > MAX_SIZE:
+        raise ValueError(f"size {text!r} is above {fmt_size(MAX_SIZE)}, more than any GPU holds")
     return val
 
 
@@ -114,7 +118,8 @@ def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
     """The JSON plan of one run. ``nproc`` 0 = one process per GPU the target torch sees. ``model``: 'builtin' (BERT-base built with torch alone), 'hf'
     (transformers BertForMaskedLM(BertConfig())) or 'tiny' (the CPU default).
 
-    Raises ValueError on an unknown task, model or scaling mode, or nproc < 1.
+    Raises ValueError on an unknown task, model or scaling mode, nproc < 0, a ``seq`` beyond the model's
+    positions, or (strong scaling, nproc known) a global batch that is not a multiple of nproc.
     """
     if nproc < 0:
         raise ValueError("nproc must be at least 1 (0 = one process per GPU)")
@@ -127,6 +132,15 @@ def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
     if model not in ("builtin", "hf", "tiny"):
         raise ValueError(f"unknown model {model!r} (builtin, hf, tiny)")
     small = model == "tiny"
+    config = MODELS["tiny" if small else "bert-base"]
+    if seq is not None and seq > config["max_pos"]:
+        raise ValueError(f"--seq {seq}: the {model} model has {config['max_pos']} positions (at most --seq "
+                         f"{config['max_pos']})")
+    if scaling == "strong" and batch is not None and nproc > 0 and batch % nproc:
+        raise ValueError(f"--scaling strong splits the global batch over the ranks: --batch {batch} is not a "
+                         f"multiple of {nproc} ranks")
+    sizes = list(dict.fromkeys(sizes)) if sizes else None  # a repeated size or dtype would run twice
+    dtypes = list(dict.fromkeys(normalize_dtype(d) for d in dtypes)) if dtypes else None
     return {
         "version": 1,
         "device": "cpu" if cpu else "cuda",
@@ -137,14 +151,14 @@ def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
         "start_method": "spawn",
         "allreduce": {
             "sizes": list(sizes or (CPU_SIZES if cpu else GPU_SIZES)),
-            "dtypes": [normalize_dtype(d) for d in (dtypes or DTYPES)],
+            "dtypes": dtypes or list(DTYPES),
             "warmup": ar_warmup if ar_warmup is not None else (2 if cpu else 5),
             "iters": ar_iters if ar_iters is not None else (5 if cpu else 20),
         },
         "copy": {"size_bytes": 256 * MiB, "warmup": 2, "iters": 10},
         "ddp": {
             "model": model,
-            "config": MODELS["tiny" if small else "bert-base"],
+            "config": config,
             "batch": batch or (4 if small else "auto"),
             "batch_given": batch is not None,
             "seq": seq or (32 if small else 128),

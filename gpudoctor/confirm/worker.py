@@ -263,6 +263,10 @@ def _resolve_batch(torch, dist, cfg: dict, cuda: bool) -> tuple[int, str]:
     dist.all_reduce(t, op=dist.ReduceOp.MIN)
     batch = int(t.item())
     est = BERT_BASE_FIXED_BYTES + BERT_BASE_BYTES_PER_TOKEN * batch * cfg["seq"]
+    if est > AUTO_MEMORY_FRACTION * free:
+        return batch, (f"auto: even the smallest batch ({batch}) is estimated at {est / 1e9:.1f} GB, more than "
+                       f"{AUTO_MEMORY_FRACTION:.0%} of the {free / 1e9:.1f} GB free on rank {dist.get_rank()}: "
+                       f"free GPU memory (other processes?) or pass a smaller --seq")
     return batch, (f"auto: the largest of {'/'.join(map(str, AUTO_BATCHES))} with at most {AUTO_MAX_TOKENS} tokens whose "
                    f"estimated peak "
                    f"({est / 1e9:.1f} GB) fits {AUTO_MEMORY_FRACTION:.0%} of every GPU's free memory "
@@ -282,6 +286,8 @@ def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: Stat
     strong = cfg["scaling"] == "strong"
     batch, batch_choice = _resolve_batch(torch, dist, cfg, cuda)
     per_rank = max(1, batch // n) if strong else batch
+    if strong and per_rank * n != batch:  # one rank per GPU, GPU count not known when the plan was made
+        batch_choice += f"; global batch {batch} is not a multiple of {n} ranks: {per_rank * n} used"
     state.set("ddp", f"DDP: building {cfg['model']} model")
     if cuda:
         torch.cuda.reset_peak_memory_stats()

@@ -9,7 +9,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import warnings
 
@@ -55,41 +54,11 @@ def nvcc_version(proc):
     return None
 
 
-def start_cuinit():
-    """Initialise the CUDA driver (``cuInit(0)`` from libcuda.so.1) in a thread while torch imports.
-
-    The driver's initialisation (part of the ~0.2 s of ``torch.cuda`` set-up measured on the H200 host) then
-    overlaps the import, and torch's own ``cuInit`` returns at once. Only the driver is touched: no
-    context, no device memory. Without libcuda (no driver, macOS, Windows) it does nothing; any error is
-    ignored (torch reports it again). ``GPUDOCTOR_NO_CUINIT_PREFETCH=1`` turns it off.
-    Returns the thread and a dict that gets ``seconds`` and ``result`` (CUresult, 0 = success).
-    """
-    box = {}
-    if os.environ.get("GPUDOCTOR_NO_CUINIT_PREFETCH") or not sys.platform.startswith("linux"):
-        return None, box
-
-    def run():
-        t = time.time()
-        try:
-            import ctypes
-
-            box["result"] = int(ctypes.CDLL("libcuda.so.1").cuInit(0))
-        except Exception:
-            box["result"] = None
-        box["seconds"] = round(time.time() - t, 3)
-
-    th = threading.Thread(target=run, name="cuinit-prefetch")
-    th.daemon = True
-    th.start()
-    return th, box
-
-
 def main():
     out = {"interpreter": sys.executable, "interpreter_version": platform.python_version(), "installed": False}
     home = cuda_home()
     out["cuda_home"] = home
     nvcc = start_nvcc(home)
-    cuinit, cuinit_box = start_cuinit()
     t0 = time.time()
     try:
         import torch
@@ -107,9 +76,6 @@ def main():
         print(MARK + json.dumps(out))
         return
     out["import_seconds"] = round(time.time() - t0, 3)
-    if cuinit is not None:
-        cuinit.join(30)
-        out["cuinit_prefetch"] = cuinit_box
     t1 = time.time()
     out["installed"] = True
     out["version"] = torch.__version__

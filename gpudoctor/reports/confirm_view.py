@@ -98,3 +98,6 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
         if run.status != "ok" or len(c.runs) > 1:
             console.print(f"  run {escape(run.name)}: {run.status} in {run.seconds:.1f} s"
                           + (f" — {escape(run.message)}" if run.message else ""), highlight=False)
+    kept = [run.log_dir for run in c.runs if run.status == "ok" and run.log_dir]
+    if kept:  # --keep-logs on a run that went well (failed runs name their logs in the CNF001 finding)
+        console.print(f"  per-rank logs kept in {escape(kept[0])}", highlight=False)

@@ -154,10 +154,19 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     parts = [f"[bold red]{s.errors} error{'s' * (s.errors != 1)}[/]" if s.errors else "0 errors",
              f"[yellow]{s.warnings} warning{'s' * (s.warnings != 1)}[/]" if s.warnings else "0 warnings",
              f"{s.infos} info"]
+    c = snap.confirmation
+    ran = c is not None and bool(c.seconds) and c.status not in ("skipped", "not_applicable")
+    if snap.inputs:
+        took = f"{len(snap.inputs)} input file(s)"
+    elif ran and snap.duration_s == c.seconds:  # smoke / bench: the run is the whole job
+        took = f"runs {c.seconds:.1f} s"
+    elif ran:
+        took = f"probes {snap.duration_s or 0:.1f} s + confirmation runs {c.seconds:.1f} s"
+    else:
+        took = f"scan {snap.duration_s or 0:.1f} s"
     console.print(f"Summary: {', '.join(parts)} · {s.passed} passed, {s.not_assessed} not assessed, "
                   f"{s.not_applicable} not applicable · {s.probe_errors} probe error{'s' * (s.probe_errors != 1)} · "
-                  + (f"scan {snap.duration_s:.1f} s" if snap.duration_s and not snap.inputs
-                     else f"{len(snap.inputs)} input file(s)"))
+                  + took)
 
 
 def render_facts(report: Report, console: Console) -> None:

@@ -143,6 +143,9 @@ def run_failed(ctx):
             ev.append(f"{main.orphans_killed} process(es) of the run were still alive after it ended and were killed")
         if main.log_dir:
             ev.append(f"per-rank logs: {main.log_dir}")
+        if c.status == "hung":
+            ev.append("a run that is only slow (big --batch, many ranks on few cores) looks the same: a larger "
+                      "--timeout / --confirm-timeout tells them apart")
     remedy = None
     for run in c.runs[1:]:
         ev.append(f"re-run with {run.name}: {run.status}" + (f" ({run.message})" if run.message and run.status != "ok" else ""))
