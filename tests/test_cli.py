@@ -256,3 +256,10 @@ def test_absurd_timeouts_are_usage_errors(args):
 def test_console_script_points_at_the_entry():
     text = open(os.path.join(ROOT, "pyproject.toml")).read()
     assert 'gpudoctor = "gpudoctor.cli.entry:main"' in text
+
+
+@pytest.mark.parametrize("python, says", [("/etc/passwd", "not an executable file"), ("/tmp", "not an executable file"),
+                                          ("/bin/true", "not a Python 3 interpreter")])
+def test_smoke_python_that_is_not_an_interpreter_is_a_usage_error(python, says):
+    r = gd("smoke", "--cpu", "--python", python)
+    assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

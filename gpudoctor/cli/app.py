@@ -147,7 +147,7 @@ def scan(
     from gpudoctor.probes.torch_start import resolve_interpreter, start as start_torch_probe
 
     if python is not None and resolve_interpreter(python) is None:
-        raise fail(f"--python {python}: no such interpreter")
+        raise fail(f"--python {python}: no such interpreter (not found, or not an executable file)")
 
     interrupt.install()  # Ctrl-C from here on: children killed, partial report kept
     start_torch_probe(python, torch_timeout)  # first: its torch import hides everything below
@@ -221,6 +221,11 @@ def _confirm_report(cpu: bool, python: Optional[str], nproc: Optional[int], time
         interp = choose_interpreter(python)
     except ProbeFailed as exc:
         raise fail(str(exc))
+    from gpudoctor.probes.subproc import run_cmd
+
+    check = run_cmd([interp, "-c", "import sys; print('GPUDOCTOR_PY', sys.version_info[0])"], timeout=30)
+    if "GPUDOCTOR_PY 3" not in (check.stdout or ""):
+        raise fail(f"--python {interp}: not a Python 3 interpreter (`{interp} -c 'import sys'` did not answer)")
     probes = [Probe("host", "host", probe_host), Probe("env", "env", probe_env), Probe("cpu", "cpu", probe_cpu),
               Probe("nvml", "nvml", probe_nvml, timeout_s=lambda o: o.nvml_timeout_s + 5)]
     snap = do_scan(ProbeOptions(python=interp), probes)

@@ -28,7 +28,7 @@ def choose_interpreter(requested: Optional[str]) -> str:
 
     path = resolve_interpreter(requested)
     if path is None:
-        raise ProbeFailed(f"interpreter {requested!r} not found", kind="missing")
+        raise ProbeFailed(f"interpreter {requested!r} not found or not an executable file", kind="missing")
     return path
 
 

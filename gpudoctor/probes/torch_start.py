@@ -22,9 +22,13 @@ _started: dict[str, tuple[threading.Thread, dict]] = {}
 
 def resolve_interpreter(requested: Optional[str]) -> Optional[str]:
     """``--python`` (a name on PATH or a path), else this interpreter when it has torch, else ``python3``
-    on PATH. None when ``requested`` does not exist."""
+    on PATH. None when ``requested`` does not exist or is not an executable file."""
     if requested:
-        return shutil.which(requested) or (requested if os.path.exists(requested) else None)
+        found = shutil.which(requested)  # a name on PATH or a path; only executable files
+        if found:
+            return found
+        ok = os.path.isfile(requested) and os.access(requested, os.X_OK)
+        return requested if ok else None
     if importlib.util.find_spec("torch") is not None:
         return sys.executable
     return shutil.which("python3") or sys.executable
