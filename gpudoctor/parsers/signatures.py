@@ -5,6 +5,7 @@ hits into findings with the catalogue's cause, remedy and sources.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from typing import Any, Iterable, Optional
@@ -81,18 +82,37 @@ def match_signatures(text: str, entries: Optional[list[dict[str, Any]]] = None, 
     return hits
 
 
+def _merge_spans(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Sorted, disjoint (starts, ends) covering the same characters as ``spans`` (touching spans merged)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for s, e in sorted(spans):
+        if ends and s <= ends[-1]:
+            ends[-1] = max(ends[-1], e)
+        else:
+            starts.append(s)
+            ends.append(e)
+    return starts, ends
+
+
 def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: int = 10) -> list[str]:
     """Error-looking lines (Error, Exception, failed, WARN ...) that no signature match covers."""
     t = clean(text)
-    covered = sorted(spans)
+    starts, ends = _merge_spans(spans)
     out: list[str] = []
-    pos = 0
-    for line in t.split("\n"):
-        start, end = pos, pos + len(line)
-        pos = end + 1
-        if not ERRORISH.search(line) or _NOISE.search(line):
+    last = -1
+    for m in ERRORISH.finditer(t):  # one pass over the text; only error-looking lines reach Python code
+        start = t.rfind("\n", 0, m.start()) + 1
+        if start == last:
+            continue  # another match on the same line
+        last = start
+        end = t.find("\n", m.end())
+        end = len(t) if end < 0 else end
+        line = t[start:end]
+        if _NOISE.search(line):
             continue
-        if any(s <= end and e >= start for s, e in covered):
+        k = bisect.bisect_right(starts, end) - 1  # the last covered interval that starts before the line ends
+        if k >= 0 and ends[k] >= start:
             continue
         s = " ".join(line.split())[:MAX_LINE_CHARS]
         if s and s not in out:
