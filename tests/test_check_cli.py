@@ -8,6 +8,8 @@ from typer.testing import CliRunner
 from gpudoctor.cli.app import app
 from gpudoctor.facts.model import SCHEMA_VERSION
 
+from conftest import FIX as FIXROOT
+
 runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
 
 
@@ -101,3 +103,31 @@ def test_folder_recursion_skips_hidden(fix, tmp_path):
     (tmp_path / ".hidden").write_text("garbage")
     code, out, err = run("--json", tmp_path)
     assert code == 1 and err == "" and "SIG012" in out
+
+
+def test_scan_rereads_nvlink_counters_after_the_confirmation_runs(monkeypatch, tmp_path):
+    """Wiring: after the runs, `scan` re-reads the NVLink error counters, and TOP006 judges the difference."""
+    import gpudoctor.confirm.runner as confirm_runner
+    import gpudoctor.probes.registry as registry
+    import gpudoctor.probes.topology as topology
+    from gpudoctor.facts.model import ConfirmationFacts, ConfirmationRun, NvLinkDetail, Snapshot
+
+    snap = Snapshot.model_validate(json.loads((FIXROOT / "h200x2" / "scan.json").read_text())["snapshot"])
+    snap.confirmation = None
+    monkeypatch.setattr(registry, "scan", lambda opts, probes=None: snap)
+    monkeypatch.setattr(confirm_runner, "for_scan", lambda s, **kw: ConfirmationFacts(
+        status="ok", runs=[ConfirmationRun(name="main", status="ok", seconds=1.0, timeout_s=60.0)]))
+    seen = []
+
+    def recheck(facts, timeout=30.0, run=None):
+        seen.append(len(facts.nvlinks))
+        for d in facts.nvlinks:
+            d.errors_after = {k: v + (7 if (d.gpu, d.link) == (1, 3) else 0) for k, v in d.errors.items()}
+
+    monkeypatch.setattr(topology, "recheck_nvlink_errors", recheck)
+    out = tmp_path / "r.json"
+    res = runner.invoke(app, ["scan", "--json", "--save", str(out), "--fail-on", "never"])
+    assert res.exit_code == 0, res.output
+    assert seen and seen[0] > 0
+    top006 = [f for f in json.loads(out.read_text())["findings"] if f["rule_id"] == "TOP006"]
+    assert [(f["severity"], f["subject"]) for f in top006] == [("info", "GPU 0"), ("warning", "GPU 1")]

@@ -121,8 +121,9 @@ def test_cnf002_quiet_and_not_applicable_without_allreduce():
 
 
 # --- CNF003 ---------------------------------------------------------------------------------------
-def eight_gpu_snap(links: int, version: int = 4):
-    """The H200 snapshot with its GPU replicated 8 times (distinct UUIDs) and ``links`` active NVLinks."""
+def eight_gpu_snap(links: int, version: int = 6):
+    """The H200 snapshot with its GPU replicated 8 times (distinct UUIDs) and ``links`` active NVLinks.
+    ``version`` is NVML's nvmlNvlinkVersion_t value, as the real host reports it: 6 = NVLink 4.0, 4 = 3.0."""
     snap = h200_snap()
     g0 = snap.nvml.gpus[0]
     gpus = []
@@ -174,14 +175,25 @@ def test_cnf003_one_rank_and_unmatched_gpus():
 
 
 def test_link_class_bridged_pairs_use_pcie_beyond_two_ranks():
-    snap = with_conf(allreduce_facts(20.0), eight_gpu_snap(4, version=3))
+    snap = with_conf(allreduce_facts(20.0), eight_gpu_snap(4, version=4))
     ctx = Ctx(snap, REGISTRY["CNF003"])
     label, rate, fraction = link_class(ctx, snap.confirmation)
     assert label.startswith("PCIe Gen5 x16") and rate == pytest.approx(pcie_line_gbs(5, 16)) and fraction == 0.5
     two = allreduce_facts(20.0, n=2)
-    snap2 = with_conf(two, eight_gpu_snap(4, version=3))
+    snap2 = with_conf(two, eight_gpu_snap(4, version=4))
     label2, rate2, _ = link_class(Ctx(snap2, REGISTRY["CNF003"]), two)
     assert label2.startswith("NVLink3 x4") and rate2 == pytest.approx(100.0)
+
+
+def test_nvml_nvlink_version_values_map_to_generations():
+    """NVML returns nvmlNvlinkVersion_t (the real 2 x H200 host: 6), not the generation; a raw 6 once made the
+    expected line rate 0 GB/s, so CNF003 could never fire on an NVLink host."""
+    from gpudoctor.facts.topology import nvlink_generation, nvlink_per_link_gbs
+
+    assert [nvlink_generation(v) for v in (0, 1, 2, 3, 4, 5, 6, 7, 8, None)] == [None, 1, 2, 2, 3, 3, 4, 5, 6, None]
+    assert nvlink_per_link_gbs(6, "NVIDIA H200")[0] == 25.0 and nvlink_per_link_gbs(7, None)[0] == 50.0
+    rep = run(with_conf(allreduce_facts(230.0), eight_gpu_snap(18, version=7)), "CNF003")  # NVLink 5: 900 GB/s
+    assert rep.findings[0].data["expected_gbs"] == pytest.approx(900.0)
 
 
 def test_pcie_table_matches_the_h200_capture():

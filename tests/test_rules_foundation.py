@@ -335,7 +335,9 @@ def test_h200_two_gpu_scan_is_healthy_and_its_runs_agree():
 
     doc = json.loads((FIX / "h200x2" / "scan.json").read_text())
     assert ("TOP006", "warning") in [(f["rule_id"], f["severity"]) for f in doc["findings"]]  # what the old rule said
-    rep = evaluate(Snapshot.model_validate(doc["snapshot"]))
+    from gpudoctor.facts.load import parse_document
+
+    rep = evaluate(parse_document(json.dumps(doc), "scan.json"))  # as `gpudoctor check` loads it
     assert sorted({(f.rule_id, f.severity) for f in rep.findings}) == [("HST004", "info"), ("TOP006", "info")]
     st = {o.rule_id: o.status for o in rep.outcomes}
     assert all(st[f"CNF00{i}"] == "pass" for i in range(1, 7))
@@ -344,3 +346,12 @@ def test_h200_two_gpu_scan_is_healthy_and_its_runs_agree():
     assert c.world_size == 2 and 300 < best < 450                    # NV18: 450 GB/s line rate, 332 measured
     assert all(a.correct for a in c.allreduce)
     assert 0.9 < c.ddp.efficiency <= 1.05 and c.ddp.params_max_abs_diff == 0.0
+    # NVML reported nvmlNvlinkVersion_t 6 on these links: NVLink 4.0, 18 x 25 GB/s per direction
+    from gpudoctor.rules import REGISTRY
+    from gpudoctor.rules.confirmation import link_class
+    from gpudoctor.rules.engine import Ctx
+
+    label, rate, _ = link_class(Ctx(rep.snapshot, REGISTRY["CNF003"]), c)
+    assert label.startswith("NVLink4 x18") and rate == 450.0
+    nv = [k for k in rep.snapshot.topology.link_classes if k.name == "NV#"]
+    assert nv and "unknown" not in (nv[0].basis or "") and "NVLink 4" in (nv[0].basis or "")

@@ -164,3 +164,33 @@ def test_fabric_struct_version_checked_against_size():
     fake = types.SimpleNamespace(c_nvmlGpuFabricInfo_v3_t=Bad, nvmlGpuFabricInfo_v3=0x3000028,
                                  c_nvmlGpuFabricInfo_v2_t=Bad, nvmlGpuFabricInfo_v2=0x02000024)
     assert list(w._fabric_struct(fake, ctypes)) == []
+
+
+def test_recheck_nvlink_errors_reads_the_counters_again_and_never_raises():
+    from gpudoctor.facts.model import NvLinkDetail, TopologyFacts
+    from gpudoctor.probes.subproc import CmdResult
+
+    facts = TopologyFacts(nvlinks=[NvLinkDetail(gpu=0, link=0, active=True, errors={"replay": 3}),
+                                   NvLinkDetail(gpu=0, link=1, active=False)])
+    after = stream({"t": "nvlink", "i": 0, "link": 0, "k": "state", "v": 1},
+                   {"t": "nvlink", "i": 0, "link": 0, "k": "err_replay", "v": 9},
+                   {"t": "nvlink", "i": 0, "link": 0, "k": "err_crc_flit", "v": 0}, {"t": "done"})
+    calls = []
+
+    def run(argv, timeout, env=None, input_text=None):
+        calls.append(argv[-1])
+        return CmdResult(argv, 0, after, "")
+
+    P.recheck_nvlink_errors(facts, run=run)
+    assert calls == ["topology"] and facts.nvlinks[0].errors_after == {"replay": 9, "crc_flit": 0}
+    assert facts.nvlinks[1].errors_after is None and "nvlink_recheck" not in facts.errors
+
+    def boom(argv, timeout, env=None, input_text=None):
+        raise OSError("no fork")
+
+    P.recheck_nvlink_errors(facts, run=boom)
+    assert "OSError: no fork" in facts.errors["nvlink_recheck"]
+
+    idle = TopologyFacts(nvlinks=[NvLinkDetail(gpu=0, link=0, active=False)])
+    P.recheck_nvlink_errors(idle, run=boom)  # no active link: nothing is started
+    assert idle.errors == {}

@@ -47,7 +47,7 @@ def run(snap, rid):
 def a100s(n=2, active=12, down=0):
     return NvmlFacts(available=True, driver_version="535.104.05", gpu_count=n, gpus=[
         GpuFacts(index=i, name="NVIDIA A100-SXM4-80GB", pcie_gen_max=4, pcie_width_max=16,
-                 nvlinks=[NvLinkState(link=k, active=k < active, version=3) for k in range(active + down)])
+                 nvlinks=[NvLinkState(link=k, active=k < active, version=4) for k in range(active + down)])
         for i in range(n)])
 
 
@@ -208,7 +208,7 @@ def test_top006_error_counters_are_a_note():
     topo = topology_from_text(text("topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt"))
     from gpudoctor.facts.model import NvLinkDetail
 
-    topo.nvlinks = [NvLinkDetail(gpu=0, link=k, active=True, version=3, errors={"crc_flit": 5 if k == 2 else 0})
+    topo.nvlinks = [NvLinkDetail(gpu=0, link=k, active=True, version=4, errors={"crc_flit": 5 if k == 2 else 0})
                     for k in range(12)]
     o, f = run(bare(topo, a100s()), "TOP006")
     assert [x.severity for x in f] == ["info"] and "link 2 crc_flit=5" in f[0].evidence[0]
@@ -350,3 +350,26 @@ def test_env_probe_collects_job_size_variables():
     got = collect_env({"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2", "HOME": "/root"})
     assert got == {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2"}
     assert multi_node(got) is True
+
+
+def _links_with(before, after):
+    from gpudoctor.facts.model import NvLinkDetail
+
+    return [NvLinkDetail(gpu=0, link=k, active=True, version=4, errors={"crc_flit": before if k == 2 else 0},
+                         errors_after=None if after is None else {"crc_flit": after if k == 2 else 0})
+            for k in range(12)]
+
+
+def test_top006_counters_that_rose_during_the_runs_warn():
+    topo = topology_from_text(text("topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt"))
+    topo.nvlinks = _links_with(5, 41)
+    o, f = run(bare(topo, a100s()), "TOP006")
+    assert [x.severity for x in f] == ["warning"] and f[0].title == "NVLink errors rose under load"
+    assert "link 2 crc_flit 5 -> 41 (+36)" in f[0].evidence[0] and f[0].data["rose"] == {"link 2 crc_flit": 36}
+
+
+def test_top006_counters_unchanged_after_the_runs_are_a_note_that_says_so():
+    topo = topology_from_text(text("topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt"))
+    topo.nvlinks = _links_with(5, 5)
+    o, f = run(bare(topo, a100s()), "TOP006")
+    assert [x.severity for x in f] == ["info"] and "unchanged after the confirmation runs" in f[0].evidence[1]

@@ -180,6 +180,10 @@ def scan(
     try:
         with RunProgress() as progress:
             snap.confirmation = for_scan(snap, run=not no_confirm, timeout_s=confirm_timeout, on_progress=progress)
+        if snap.confirmation is not None and snap.confirmation.runs and snap.topology is not None:
+            from gpudoctor.probes.topology import recheck_nvlink_errors
+
+            recheck_nvlink_errors(snap.topology)  # did the all-reduce make the NVLink error counters rise? (TOP006)
     except KeyboardInterrupt:
         # the runner kills its process groups on the way out; report the static checks
         from gpudoctor.probes.subproc import kill_all

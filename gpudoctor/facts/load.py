@@ -37,11 +37,21 @@ def parse_document(text: str, name: str = "<input>") -> Snapshot:
         raise InputError(f"{name}: schema_version {snap['schema_version']} is newer than this gpudoctor "
                          f"understands ({SCHEMA_VERSION}); upgrade gpudoctor")
     try:
-        return Snapshot.model_validate(snap)
+        out = Snapshot.model_validate(snap)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
         raise InputError(f"{name}: invalid snapshot at {loc}: {first.get('msg')}") from None
+    if out.topology is not None:
+        # derived values (link-class bandwidths, pair bandwidths) follow this gpudoctor's tables, not the ones the
+        # report was written with: a corrected table corrects old reports too
+        from gpudoctor.facts.topology import finish
+
+        try:
+            finish(out.topology, out.nvml)
+        except Exception:  # the saved values stay; a derivation bug must not make the report unreadable
+            pass
+    return out
 
 
 def load_path(path: str) -> Snapshot:

@@ -17,7 +17,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice
+SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 
 Unlimited = Literal["unlimited"]
 
@@ -97,7 +97,8 @@ class GpuProcess(_Model):
 class NvLinkState(_Model):
     link: int
     active: bool
-    version: Optional[int] = None
+    version: Optional[int] = Field(None, description="NVML nvmlNvlinkVersion_t value, not the generation: 4 = NVLink "
+                                   "3.0, 6 = 4.0, 7 = 5.0 (gpudoctor.facts.topology.nvlink_generation)")
     speed_gbps: Optional[float] = Field(None, description="per-link speed in GB/s as `nvidia-smi nvlink -s` prints it")
 
 
@@ -287,10 +288,12 @@ class NvLinkDetail(_Model):
     gpu: int
     link: int
     active: bool
-    version: Optional[int] = None
+    version: Optional[int] = Field(None, description="NVML nvmlNvlinkVersion_t value (6 = NVLink 4.0), as NvLinkState")
     remote_type: Optional[str] = Field(None, description="gpu, switch, ibmnpu, unknown")
     remote_bus_id: Optional[str] = None
     errors: dict[str, int] = Field(default_factory=dict, description="replay, recovery, crc_flit, crc_data counters")
+    errors_after: Optional[dict[str, int]] = Field(
+        None, description="the same counters re-read after the confirmation runs loaded the links (None: not re-read)")
 
 
 class FabricInfo(_Model):

@@ -54,14 +54,28 @@ def gen_of(gts: Optional[float]) -> Optional[int]:
     return speed_to_gen(gts)
 
 
+#: nvmlDeviceGetNvLinkVersion returns an nvmlNvlinkVersion_t, not the NVLink generation (nvml.h; nvidia-ml-py:
+#: NVML_NVLINK_VERSION_1_0 = 1, 2_0 = 2, 2_2 = 3, 3_0 = 4, 3_1 = 5, 4_0 = 6, 5_0 = 7, 6_0 = 8). Seen on the
+#: 2 x H200 host: 6, i.e. NVLink 4.0 (docs/examples/h200-2gpu-2026-11-29/scan.json).
+NVML_NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
+
+
+def nvlink_generation(nvml_version: Optional[int]) -> Optional[int]:
+    """NVLink generation (1-6) of an NVML nvmlNvlinkVersion_t value; None when unknown (0 = invalid)."""
+    return NVML_NVLINK_GENERATION.get(nvml_version) if isinstance(nvml_version, int) else None
+
+
 def nvlink_per_link_gbs(version: Optional[int], gpu_name: Optional[str]) -> tuple[float, str]:
-    """Per-link, per-direction NVLink bandwidth (GB/s) and how it was chosen (rules/topology.toml [nvlink])."""
+    """Per-link, per-direction NVLink bandwidth (GB/s) and how it was chosen (rules/topology.toml [nvlink]).
+
+    ``version`` is NVML's nvmlNvlinkVersion_t value (6 = NVLink 4.0), mapped by :func:`nvlink_generation`."""
     t = _tbl()["nvlink"]
     if gpu_name and any(n in gpu_name for n in t["ga102_names"]):
         return t["ga102_per_link_gbs"], f"GA102 NVLink bridge ({gpu_name})"
-    if version is not None and str(version) in t["per_link_gbs"]:
-        return t["per_link_gbs"][str(version)], f"NVLink version {version}"
-    return t["default_per_link_gbs"], "NVLink version unknown: assumed 25 GB/s per link and direction"
+    gen = nvlink_generation(version)
+    if gen is not None and str(gen) in t["per_link_gbs"]:
+        return t["per_link_gbs"][str(gen)], f"NVLink {gen} (NVML version value {version})"
+    return t["default_per_link_gbs"], "NVLink generation unknown: assumed 25 GB/s per link and direction"
 
 
 def expected_nvlinks(gpu_name: Optional[str]) -> Optional[tuple[int, str]]:

@@ -398,6 +398,31 @@ def _worker(mode: str, timeout: float, run: Runner) -> tuple[list[str], Optional
         "; facts read before it are kept"
 
 
+def recheck_nvlink_errors(facts, timeout: float = 30.0, run: Runner = run_cmd) -> None:
+    """Re-read the NVLink error counters (NVML topology worker) into ``errors_after`` of every link in
+    ``facts.nvlinks`` (a TopologyFacts); meant for after the confirmation runs, whose all-reduce loads the links.
+
+    DCGM reads NVLink error counters as "did the total increase during an interval" (DCGM docs, Topology and
+    NVLink); the counts alone are cumulative since the driver loaded. Does nothing without an active link.
+    Never raises: a failure is recorded in ``facts.errors['nvlink_recheck']``.
+    """
+    if facts is None or not any(d.active for d in facts.nvlinks):
+        return
+    try:
+        lines, err = _worker("topology", timeout, run)
+        _, _, after, fail = assemble_topology(lines)
+    except Exception as exc:  # a bug here must not cost the report
+        facts.errors["nvlink_recheck"] = f"{type(exc).__name__}: {exc}"
+        return
+    if err or fail:
+        facts.errors["nvlink_recheck"] = err or f"NVML unusable: {fail}"
+    by_link = {(d.gpu, d.link): d for d in after}
+    for d in facts.nvlinks:
+        a = by_link.get((d.gpu, d.link))
+        if a is not None:
+            d.errors_after = dict(a.errors)
+
+
 # ---------------------------------------------------------------------------------- the probe
 
 def probe_topology(opts=None, roots: Optional[Roots] = None, run: Runner = run_cmd,

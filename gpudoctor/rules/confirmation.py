@@ -9,6 +9,7 @@ from typing import Optional
 
 from gpudoctor.confirm.analysis import attribute_loss, transport_verdict
 from gpudoctor.confirm.plan import fmt_size
+from gpudoctor.facts.topology import nvlink_generation
 from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
@@ -73,18 +74,20 @@ def pcie_line_gbs(gen: Optional[int], width: Optional[int]) -> Optional[float]:
 
 
 def nvlink_gbs(g) -> tuple[float, int, Optional[int]]:
-    """(GB/s one direction over the GPU's active NVLinks, active link count, version)."""
+    """(GB/s one direction over the GPU's active NVLinks, active link count, NVLink generation). An unknown
+    generation counts 25 GB/s per link (rules/confirm.toml [nvlink.per_link_gbs] default), never 0."""
     cfg = _cfg("nvlink")
     active = [l for l in g.nvlinks if l.active]
     if not active:
         return 0.0, 0, None
     by_name = {k: v for k, v in cfg["per_link_gbs_by_name"].items() if k != "source"}
     override = next((v for k, v in by_name.items() if g.name and k.lower() in g.name.lower()), None)
-    total, version = 0.0, None
+    total, gen = 0.0, None
     for link in active:
-        version = link.version or version
-        total += override or cfg["per_link_gbs"].get(str(link.version), 0.0)
-    return total, len(active), version
+        g_link = nvlink_generation(link.version)  # NVML reports an enum (6 = NVLink 4.0), the table is by generation
+        gen = g_link or gen
+        total += override or cfg["per_link_gbs"].get(str(g_link), cfg["per_link_gbs"].get("default", 25.0))
+    return total, len(active), gen
 
 
 def link_class(ctx, c) -> tuple[str, float, float]:

@@ -317,7 +317,8 @@ def iommu_translated(ctx):
                "rules/topology.toml [[nvlink.expected]] (link counts per SKU with sources)"])
 def nvlink_health(ctx):
     """Counts active NVLinks per GPU (NVML) against the expected count for known SKUs (rules/topology.toml), lists
-    inactive links and non-zero CRC/replay/recovery counters (cumulative since the driver loaded)."""
+    inactive links; CRC/replay/recovery counters that rose during the confirmation runs are a warning, counts
+    that are only cumulative since the driver loaded a note."""
     topo = ctx.snap.topology
     gpus = ctx.gpus()
     if len(gpus) < 2:
@@ -339,16 +340,26 @@ def nvlink_health(ctx):
         if exp and len(active) < exp[0]:
             ev.append(f"GPU {g.index} ({g.name}): {len(active)} active NVLinks, expected {exp[0]} for this model")
         errs = {f"link {x.link} {k}": v for x in detail.get(g.index, []) for k, v in x.errors.items() if v}
+        rose = {f"link {x.link} {k}": (x.errors.get(k, 0), v) for x in detail.get(g.index, [])
+                if x.errors_after is not None for k, v in x.errors_after.items() if v > x.errors.get(k, 0)}
+        rechecked = any(x.errors_after is not None for x in detail.get(g.index, []))
         if ev:
             yield ctx.finding(ev, subject=f"GPU {g.index}", data={"active": active, "down": down,
                                                                   "expected": exp[0] if exp else None,
                                                                   "expected_source": exp[1] if exp else None})
-        if errs:
+        if rose:
+            yield ctx.finding([f"GPU {g.index}: " + ", ".join(f"{k} {a} -> {b} (+{b - a})" for k, (a, b) in
+                                                             list(rose.items())[:10]),
+                               "the counters rose while the confirmation runs' all-reduce loaded the links"],
+                              subject=f"GPU {g.index}", severity="warning", title="NVLink errors rose under load",
+                              data={"rose": {k: b - a for k, (a, b) in rose.items()}})
+        elif errs:
             # cumulative since the driver loaded: DCGM reads NVLink error counters as "did the total increase
             # during an interval" (DCGM docs, Topology and NVLink), so a static count is a note, not a fault; the
             # all-reduce of the confirmation runs (CNF003 busbw) is the test of the link under load
             yield ctx.finding([f"GPU {g.index}: " + ", ".join(f"{k}={v}" for k, v in list(errs.items())[:10]) +
                                " (counts since the driver loaded)",
+                               "unchanged after the confirmation runs loaded the links" if rechecked else
                                "a count that rises between two readings around a load (`nvidia-smi nvlink -e`, or "
                                "`dcgmi nvlink -e`) is the sign of a bad link; a static one is not"],
                               subject=f"GPU {g.index}", severity="info", title="NVLink error counters non-zero",
