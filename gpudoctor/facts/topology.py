@@ -74,7 +74,7 @@ def nvlink_per_link_gbs(version: Optional[int], gpu_name: Optional[str]) -> tupl
         return t["ga102_per_link_gbs"], f"GA102 NVLink bridge ({gpu_name})"
     gen = nvlink_generation(version)
     if gen is not None and str(gen) in t["per_link_gbs"]:
-        return t["per_link_gbs"][str(gen)], f"NVLink {gen} (NVML version value {version})"
+        return t["per_link_gbs"][str(gen)], f"NVLink {gen}"
     return t["default_per_link_gbs"], "NVLink generation unknown: assumed 25 GB/s per link and direction"
 
 
