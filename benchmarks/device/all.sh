@@ -5,13 +5,8 @@
 # Each part writes into /tmp/gpudoctor-all/<part>/; at the end everything is packed into
 # $OUT/all.tgz and the key files are copied next to it (at most 8 files in $OUT).
 set -u
-OUT=${OUT:-/tmp/gpudoctor-all-out}; mkdir -p "$OUT"
+. benchmarks/device/env.sh /tmp/gpudoctor-all-out
 W=/tmp/gpudoctor-all; rm -rf "$W"; mkdir -p "$W"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
 LOG="$OUT/all.log"
 parts=${*:-capture topology compat confirm cluster bench report}
 { date -u; uname -a; nvidia-smi -L; } > "$LOG" 2>&1

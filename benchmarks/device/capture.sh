@@ -3,12 +3,7 @@
 # Writes to $OUT: the NVML worker's stream idle and under a bf16 matmul load, the torch
 # probe's output, and `gpudoctor scan` (terminal -v and --json).
 set -u
-OUT=${OUT:-/tmp/gpudoctor-capture}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
+. benchmarks/device/env.sh /tmp/gpudoctor-capture
 { date -u; uname -a; nvidia-smi -L; } > "$OUT/host.txt" 2>&1
 python3 gpudoctor/probes/nvml_worker.py > "$OUT/nvml-worker-idle.jsonl" 2>&1
 python3 gpudoctor/probes/torch_script.py > "$OUT/torch-probe.txt" 2>&1

@@ -9,12 +9,7 @@
 #     ranks on one GPU).
 #  3. cluster-timing.txt: wall time of each run, and phase times from the JSON.
 set -u
-OUT=${OUT:-/tmp/gpudoctor-cluster}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
+. benchmarks/device/env.sh /tmp/gpudoctor-cluster
 export PYTHONWARNINGS=ignore
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 { date -u; uname -n; nvidia-smi -L; python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())'; } > "$OUT/cluster-timing.txt" 2>&1

@@ -3,12 +3,7 @@
 # the installed torch vs the local driver / GPUs, and vs the sample fleet; text and json.
 # Writes to $OUT (7 files); takes about a minute (three torch-probe subprocesses, ~5 s each).
 set -u
-OUT=${OUT:-/tmp/gpudoctor-compat}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
+. benchmarks/device/env.sh /tmp/gpudoctor-compat
 { date -u; uname -a; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,compute_cap --format=csv; } > "$OUT/host.txt" 2>&1
 run() {  # name, args...
   local name=$1; shift

@@ -13,12 +13,7 @@
 #   timings.txt     wall time and exit code of every command
 # SMOKE_HF=1 also runs `gpudoctor smoke --model hf` (imports transformers: ~16 s more).
 set -u
-OUT=${OUT:-/tmp/gpudoctor-confirm}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
+. benchmarks/device/env.sh /tmp/gpudoctor-confirm
 T="$OUT/timings.txt"
 { date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.device_count(), "GPU(s)")'; } > "$T" 2>&1
 

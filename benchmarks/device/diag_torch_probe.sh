@@ -1,4 +1,4 @@
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl; export PYTHONPATH=.:/tmp/site
+. benchmarks/device/env.sh /tmp/gpudoctor-diag
 for i in 1 2 3; do /usr/bin/time -f "main probe %e s" python3 gpudoctor/probes/torch_script.py | tail -c 600; done
 for i in 1 2; do /usr/bin/time -f "vision probe %e s" python3 gpudoctor/probes/torch_script.py vision; done
 for i in 1 2; do /usr/bin/time -f "import torch %e s" python3 -c "import torch"; done

@@ -5,12 +5,7 @@
 # --help) and timeline.txt/.json (benchmarks/scan_timeline.py: where the scan's wall time goes).
 # SMOKE=1 also runs `smoke --model hf` (auto batch) and `smoke --batch 32` (smoke-hf.json, smoke-b32.json).
 set -u
-OUT=${OUT:-/tmp/gpudoctor-startup}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
+. benchmarks/device/env.sh /tmp/gpudoctor-startup
 date -u > "$OUT/bench_scan.txt"
 timeout 400 python3 benchmarks/bench_scan.py --runs 7 --out "$OUT/bench_scan.json" >> "$OUT/bench_scan.txt" 2>&1
 echo "bench rc=$?" >> "$OUT/bench_scan.txt"

@@ -10,12 +10,7 @@
 #   scan.json             gpudoctor scan --json
 #   host.txt              date, kernel, nvidia-smi -L, nvidia-smi -q fabric lines, exit codes
 set -u
-OUT=${OUT:-/tmp/gpudoctor-topology}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=.:${PYTHONPATH:-}
+. benchmarks/device/env.sh /tmp/gpudoctor-topology
 { date -u; uname -a; nvidia-smi -L; nvidia-smi -q | grep -A4 -i fabric; } > "$OUT/host.txt" 2>&1
 timeout 30 nvidia-smi topo -m > "$OUT/topo-m.txt" 2>&1
 for c in r w n a; do echo "== nvidia-smi topo -p2p $c"; timeout 30 nvidia-smi topo -p2p $c; done > "$OUT/topo-p2p.txt" 2>&1
