@@ -134,7 +134,8 @@ def scan(
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+                                        help="Seconds allowed for the torch probe."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Skip the confirmation runs (all-reduce, DDP step)."),
     confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
                                           help="Hard limit in seconds for the confirmation runs (each transport "
@@ -260,9 +261,11 @@ def smoke(
     seq: Optional[int] = typer.Option(None, "--seq", min=8, max=512, help="Sequence length (default 128; tiny 32)."),
     steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Timed steps (default 20; CPU 6)."),
     warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),
-    scaling: Scaling = typer.Option(Scaling.weak, "--scaling", help="weak: per-GPU batch fixed; strong: global batch fixed."),
+    scaling: Scaling = typer.Option(Scaling.weak, "--scaling",
+                                    help="weak: per-GPU batch fixed; strong: global batch fixed."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S, help="Hard limit in seconds; a hung rank is killed."),
+    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
+                                  help="Hard limit in seconds; a hung rank is killed."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the step "
                                          "(default: as for the torch probe)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
@@ -293,7 +296,8 @@ def bench_allreduce(
     iters: Optional[int] = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
     warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
     no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S, help="Hard limit in seconds; a hung rank is killed."),
+    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
+                                  help="Hard limit in seconds; a hung rank is killed."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the benchmark."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
@@ -376,7 +380,8 @@ def cluster(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
                                    "that makes rank 0's exit code 1."),
-    timeout: float = typer.Option(180.0, "--timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds rank 0 waits for nodes to join and scan, "
+    timeout: float = typer.Option(180.0, "--timeout", min=1, max=MAX_TIMEOUT_S,
+                                  help="Seconds rank 0 waits for nodes to join and scan, "
                                   "and the limit of each collective and of the wait for results."),
     size_mib: Optional[float] = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
                                              "(default 256 on GPUs, 4 with --cpu; rules/cluster.toml)."),
@@ -388,7 +393,8 @@ def cluster(
     probes: Optional[str] = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
                                          "(default all: torch,nvml,host,cpu,memory,storage,env)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+                                        help="Seconds allowed for the torch probe."),
     expect_nodes: Optional[int] = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
                                                "(torchrun --nnodes MIN:MAX: the rendezvous may start with fewer)."),
     expect_hosts: Optional[str] = typer.Option(None, "--expect-hosts", help="Comma list (or Slurm hostlist) of hosts "
@@ -499,12 +505,14 @@ def cuda_version_check(
     driver: Optional[str] = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
     gpu: List[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
     cc: List[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
-    fleet: Optional[str] = typer.Option(None, "--fleet", help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
+    fleet: Optional[str] = typer.Option(None, "--fleet",
+                                        help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
     fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+                                        help="Seconds allowed for the torch probe."),
 ):
     """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
 

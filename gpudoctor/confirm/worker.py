@@ -34,8 +34,8 @@ import time
 import traceback
 
 from gpudoctor.confirm.collectives import time_allreduce
-from gpudoctor.confirm.plan import (AUTO_BATCHES, AUTO_MAX_TOKENS, AUTO_MEMORY_FRACTION, BERT_BASE_BYTES_PER_TOKEN, BERT_BASE_FIXED_BYTES,
-                                    FAULT_ENV, auto_batch, fmt_size, parse_fault)
+from gpudoctor.confirm.plan import (AUTO_BATCHES, AUTO_MAX_TOKENS, AUTO_MEMORY_FRACTION, BERT_BASE_BYTES_PER_TOKEN,
+                                    BERT_BASE_FIXED_BYTES, FAULT_ENV, auto_batch, fmt_size, parse_fault)
 
 NCCL_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 EXACT_LIMIT = {"bfloat16": 256, "float16": 2048, "float32": 2 ** 24}  # largest integer each dtype holds exactly
@@ -267,9 +267,8 @@ def _resolve_batch(torch, dist, cfg: dict, cuda: bool) -> tuple[int, str]:
         return batch, (f"auto: even the smallest batch ({batch}) is estimated at {est / 1e9:.1f} GB, more than "
                        f"{AUTO_MEMORY_FRACTION:.0%} of the {free / 1e9:.1f} GB free on rank {dist.get_rank()}: "
                        f"free GPU memory (other processes?) or pass a smaller --seq")
-    return batch, (f"auto: the largest of {'/'.join(map(str, AUTO_BATCHES))} with at most {AUTO_MAX_TOKENS} tokens whose "
-                   f"estimated peak "
-                   f"({est / 1e9:.1f} GB) fits {AUTO_MEMORY_FRACTION:.0%} of every GPU's free memory "
+    return batch, (f"auto: the largest of {'/'.join(map(str, AUTO_BATCHES))} with at most {AUTO_MAX_TOKENS} tokens "
+                   f"whose estimated peak ({est / 1e9:.1f} GB) fits {AUTO_MEMORY_FRACTION:.0%} of every GPU's free memory "
                    f"(rank {dist.get_rank()}: {free / 1e9:.0f} GB free)")
 
 
