@@ -263,3 +263,9 @@ def test_console_script_points_at_the_entry():
 def test_smoke_python_that_is_not_an_interpreter_is_a_usage_error(python, says):
     r = gd("smoke", "--cpu", "--python", python)
     assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.parametrize("args", [["-h"], ["scan", "-h"], ["bench", "allreduce", "-h"]])
+def test_dash_h_is_help(args):
+    r = gd(*args)
+    assert r.returncode == 0 and "Usage:" in r.stdout

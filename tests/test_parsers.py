@@ -226,3 +226,34 @@ def test_check_reads_query_csv_and_meminfo_and_fires_gpu_rules(tmp_path, fix):
     assert errors == [] and snap.memory.total_bytes == 131981020 * 1024
     found = {f.rule_id for f in evaluate(snap).findings}
     assert {"GPU002", "PCI001"} <= found
+
+
+def test_smi_query_csv_survives_windows_editors_pastes_and_commas(fix):
+    """CRLF line ends, a byte-order mark, a pasted command line or other text before the header, and a GPU name
+    with a comma (nvidia-smi does not quote) - all from the real H200 capture."""
+    real = read(fix, "h200-text/nvidia-smi-csv.txt")
+    meminfo = read(fix, "h200-text/meminfo.txt")
+    variants = {"crlf": real.replace("\n", "\r\n"), "bom": "\ufeff" + real,
+                "pasted": "$ nvidia-smi --query-gpu=index,name --format=csv\n" + real, "after meminfo": meminfo + real}
+    for label, text in variants.items():
+        assert D.SMI_CSV in D.detect(text), label
+        (g,) = nvidia_smi.parse_query_csv(text).gpus
+        assert (g.name, g.pcie_width_current, g.clock_event_reasons) == ("NVIDIA H200", 16, ["GpuIdle"]), label
+    header, row = real.strip().split("\n")
+    renamed = row.replace("NVIDIA H200", "NVIDIA H200 NVL, rev 2")
+    (g,) = nvidia_smi.parse_query_csv(header + "\n" + renamed + "\n" + header + "\n").gpus  # a repeated header too
+    assert g.name == "NVIDIA H200 NVL, rev 2" and g.pci_bus_id == "00000000:00:06.0"
+
+
+def test_top006_not_assessed_when_the_inputs_say_nothing_about_nvlink(tmp_path):
+    """2 x H200 known from `nvidia-smi -L` only: 'expected 18 NVLinks, 0 active' would be a false error."""
+    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "L.txt"
+    p.write_text("GPU 0: NVIDIA H200 (UUID: GPU-ab231fe6-3275-fe46-8e60-7a2d390594c2)\n"
+                 "GPU 1: NVIDIA H200 (UUID: GPU-8727ea3b-6787-261c-f5da-31ad1fce64f5)\n")
+    snap, errors = build_snapshot([str(p)])
+    rep = evaluate(snap)
+    assert errors == [] and not [f for f in rep.findings if f.rule_id == "TOP006"]
+    assert next(o for o in rep.outcomes if o.rule_id == "TOP006").status == "not_assessed"

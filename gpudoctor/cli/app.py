@@ -18,7 +18,7 @@ MAX_TIMEOUT_S = 86400.0
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None,
+                  rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
                   help="Is this GPU host fit for multi-GPU PyTorch training, and what must be fixed?\n\n"
                        "Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage/input error, 3 internal error.")
 
@@ -282,7 +282,8 @@ def smoke(
 
 
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                        rich_markup_mode=None, help="Benchmarks of the confirmation runs.")
+                        rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
+                        help="Benchmarks of the confirmation runs.")
 app.add_typer(bench_app, name="bench")
 
 

@@ -12,8 +12,8 @@ NA = {"", "n/a", "[n/a]", "na", "none", "not supported", "[not supported]", "cou
 
 
 def clean(text: str) -> str:
-    """Normalise line ends, drop ANSI escape codes (nvidia-smi topo underlines) and NULs."""
-    return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).replace("\x00", "")
+    """Normalise line ends, drop ANSI escape codes (nvidia-smi topo underlines), NULs and byte-order marks."""
+    return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).replace("\x00", "").replace("\ufeff", "")
 
 
 def na(value: Optional[str]) -> bool:

@@ -32,6 +32,11 @@ ENV = "env dump"
 COMMAND = "command line"
 ERRORS = "error text"
 
+#: one header line of `nvidia-smi --query-gpu=FIELDS --format=csv[,nounits]` (CRLF tolerated)
+CSV_HEADER = re.compile(r"^(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
+                        r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))"
+                        r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$", re.M)
+
 _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_XML, re.compile(r"<nvidia_smi_log\b")),
     (SMI_Q, re.compile(r"=+NVSMI LOG=+|^\s*(?:Attached GPUs|Product Name|Remapped Rows|Clocks (?:Throttle|Event) Reasons"
@@ -40,11 +45,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
                      r"|NVIDIA-SMI has failed because", re.M)),
     (TOPO, re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+|\S+_\d+))*\s+CPU Affinity|^GPU0\s+X\s", re.M)),
     (NVLINK, re.compile(r"^GPU \d+: [^\n]*\n\s*Link \d+:", re.M)),
-    # the header line of --query-gpu=... --format=csv: query field names, comma separated, with at least one
-    # GPU field (a --query-compute-apps header has none of them)
-    (SMI_CSV, re.compile(r"\A\s*(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
-                         r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.)[^\n]*\n)"
-                         r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\n")),
+    # the header line of --query-gpu=... --format=csv (anywhere: a pasted command line may precede it):
+    # query field names, comma separated, with at least one GPU field (a --query-compute-apps header has none)
+    (SMI_CSV, CSV_HEADER),
     (MEMINFO, re.compile(r"^MemTotal:\s+\d+ kB\s*\n(?:[^\n]*\n){0,3}?MemAvailable:\s+\d+ kB", re.M)),
     (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
     (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),
@@ -75,6 +78,7 @@ def looks_like_env(text: str) -> bool:
 
 def detect(text: str) -> list[str]:
     """The formats found in ``text`` (see the module constants), in a stable order; [] when none."""
+    text = text.replace("\ufeff", "")  # a byte-order mark (Windows editors) hides the first line from ^ and \\A
     if text.lstrip().startswith("{"):  # a gpudoctor report or snapshot is a JSON object
         return [JSON]
     kinds = [kind for kind, rx in _RULES if rx.search(text)]

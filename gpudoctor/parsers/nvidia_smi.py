@@ -577,7 +577,6 @@ _CSV_REASON_FIELDS = {  # clocks_event_reasons.<x> -> NVML reason name
     "hw_power_brake_slowdown": "HwPowerBrakeSlowdown", "sw_thermal_slowdown": "SwThermalSlowdown",
     "sync_boost": "SyncBoost",
 }
-_CSV_HEADER_FIELD = re.compile(r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?: \[[^\]]+\])?$")
 
 
 def _csv_key(header: str) -> str:
@@ -594,26 +593,38 @@ def parse_query_csv(text: str) -> NvmlFacts:
     ``pci.bus_id``, else its position in the sample (rows sharing a ``timestamp``). Several samples per GPU (``-l``/``-lms`` loops): every value
     is the last sample's, except the clock event reasons, which are the union over all samples (an
     intermittent HW slowdown must not vanish because the last sample was clean).
+    The header may follow other text (a pasted command line); a repeated header line and lines with another field
+    count are skipped. A
+    GPU name containing a comma (nvidia-smi does not quote) is rejoined when the row has a ``name`` column.
     Raises ParseError when there is no header line of query fields or no data row.
     """
-    lines = [ln for ln in clean(text).split("\n") if ln.strip()]
-    if not lines:
-        raise ParseError("empty --query-gpu CSV")
+    from gpudoctor.parsers.detect import CSV_HEADER
+
+    all_lines = [ln for ln in clean(text).split("\n") if ln.strip()]
+    start = next((i for i, ln in enumerate(all_lines) if CSV_HEADER.match(ln)), None)
+    if start is None:
+        raise ParseError("no --query-gpu CSV header line (e.g. 'index, name, pci.bus_id, temperature.gpu')")
+    lines = all_lines[start:]
     headers = [h.strip() for h in lines[0].split(",")]
-    if len(headers) < 2 or not all(_CSV_HEADER_FIELD.match(h) for h in headers):
-        raise ParseError("the first line is not a --query-gpu CSV header (e.g. 'index, name, pci.bus_id')")
     keys = [_csv_key(h) for h in headers]
+    name_col = keys.index("name") if "name" in keys else None
     key_col = next((keys.index(k) for k in ("index", "uuid", "pci.bus_id") if k in keys), None)
     by_key: dict[str, GpuFacts] = {}
     masks: dict[str, int] = {}
     driver: Optional[str] = None
-    rows = 0
+    rows = skipped = 0
     ts_col = keys.index("timestamp") if "timestamp" in keys else None
     prev_ts, pos = None, -1
     for line in lines[1:]:
+        if CSV_HEADER.match(line):
+            continue  # the header again (a sample loop may repeat it)
         cells = [c.strip() for c in line.split(",")]
+        if len(cells) > len(keys) and name_col is not None:  # nvidia-smi does not quote: a comma in the GPU name
+            extra = len(cells) - len(keys)
+            cells[name_col:name_col + extra + 1] = [", ".join(cells[name_col:name_col + extra + 1])]
         if len(cells) != len(keys):
-            continue  # a wrapped or truncated line
+            skipped += 1
+            continue  # a wrapped or truncated line, or text after the table
         rows += 1
         # without an id column: the n-th row of one sample (rows sharing a timestamp) is GPU n; without a
         # timestamp either, every row is another GPU
@@ -644,7 +655,8 @@ def parse_query_csv(text: str) -> NvmlFacts:
                 elif name and to_bool(v) is False:
                     masks.setdefault(ident, 0)
     if not rows:
-        raise ParseError("a --query-gpu CSV header without data rows")
+        raise ParseError(f"a --query-gpu CSV header ({len(keys)} fields) without a data row of {len(keys)} fields"
+                         + (f" ({skipped} line(s) with another count)" if skipped else ""))
     for ident, mask in masks.items():
         g = by_key[ident]
         g.clock_event_reasons_mask = mask

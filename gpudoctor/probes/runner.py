@@ -132,7 +132,7 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
     for probe, out, th, deadline in slots:
         if interrupted and probe.name in cut:
             snap.probe_errors.append(ProbeError(probe=probe.name, kind="interrupted",
-                                                message="interrupted (SIGINT) before it finished",
+                                                message="interrupted (SIGINT or SIGTERM) before it finished",
                                                 seconds=round(time.perf_counter() - t0, 3)))
             continue
         if not out.get("done"):

@@ -330,6 +330,9 @@ def nvlink_health(ctx):
     expectations = [T.expected_nvlinks(g.name) for g in gpus]
     if not any_links and not any(expectations):
         raise NotApplicable("no NVLink on these GPUs")
+    if not detail and not ctx.known("nvml.gpus", "nvlinks"):
+        # GPUs known from text that says nothing about NVLink (nvidia-smi -L, --query-gpu CSV): unknown, not "0 links"
+        raise NotAssessed("the NVLink state is not in the inputs (`nvidia-smi nvlink -s` or a saved report gives it)")
     for g, exp in zip(gpus, expectations):
         links = detail.get(g.index) or g.nvlinks
         active = [x.link for x in links if x.active]
