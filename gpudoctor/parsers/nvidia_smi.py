@@ -590,7 +590,8 @@ def parse_query_csv(text: str) -> NvmlFacts:
 
     Fields known to :data:`_CSV_FIELDS` fill the GPU facts (MiB -> bytes, W, °C); ``driver_version``
     fills the driver; unknown fields are ignored. A GPU is keyed by ``index``, else ``uuid``, else
-    ``pci.bus_id``, else its position in the sample (rows sharing a ``timestamp``). Several samples per GPU (``-l``/``-lms`` loops): every value
+    ``pci.bus_id``, else its position in the sample (rows sharing a ``timestamp``: nvidia-smi stamps the time of
+    the query; rows stamped apart would be read as samples of one GPU). Several samples per GPU (``-l``/``-lms`` loops): every value
     is the last sample's, except the clock event reasons, which are the union over all samples (an
     intermittent HW slowdown must not vanish because the last sample was clean).
     The header may follow other text (a pasted command line); a repeated header line and lines with another field
