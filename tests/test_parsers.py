@@ -141,7 +141,7 @@ CASES_DETECT = {
     f"{RAW}/smi-q/005-remapped-rows-pending-snippet.txt": D.SMI_Q,
     "h200-errors/rendezvous-timeout.txt": D.ERRORS,
     "h200-text/nvidia-smi-csv.txt": D.SMI_CSV, "h200-text/nvidia-smi-csv-samples.csv": D.SMI_CSV,
-    "h200-text/meminfo.txt": D.MEMINFO,
+    "h200-text/meminfo.txt": D.MEMINFO, "h200-text/compute-apps-busy.txt": D.APPS_CSV,
 }
 
 
@@ -257,3 +257,28 @@ def test_top006_not_assessed_when_the_inputs_say_nothing_about_nvlink(tmp_path):
     rep = evaluate(snap)
     assert errors == [] and not [f for f in rep.findings if f.rule_id == "TOP006"]
     assert next(o for o in rep.outcomes if o.rule_id == "TOP006").status == "not_assessed"
+
+
+def test_compute_apps_csv_attached_to_the_gpu_and_gpu008_fires(fix, tmp_path):
+    """The real busy capture (pid 883 python3 1002 MiB, no GPU column) with the one-GPU --query-gpu CSV: attached
+    to GPU 0, GPU008 warns. With two GPUs and no GPU column the rows are not guessed: a note says why."""
+    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    ((uuid, bus, proc),) = nvidia_smi.parse_compute_apps_csv(read(fix, "h200-text/compute-apps-busy.txt"))
+    assert (uuid, bus, proc.pid, proc.name, proc.used_memory_bytes) == (None, None, 883, "python3", 1002 * 2**20)
+    snap, errors = build_snapshot([str(fix / "h200-text/compute-apps-busy.txt"), str(fix / "h200-text/nvidia-smi-csv.txt")])
+    f = [x for x in evaluate(snap).findings if x.rule_id == "GPU008"]
+    assert errors == [] and len(f) == 1 and "pid 883 (python3)" in f[0].evidence[0]
+    two = tmp_path / "L.txt"
+    two.write_text("GPU 0: NVIDIA H200 (UUID: GPU-ab231fe6-3275-fe46-8e60-7a2d390594c2)\n"
+                   "GPU 1: NVIDIA H200 (UUID: GPU-8727ea3b-6787-261c-f5da-31ad1fce64f5)\n")
+    snap, _ = build_snapshot([str(fix / "h200-text/compute-apps-busy.txt"), str(two)])
+    assert all(g.processes == [] for g in snap.nvml.gpus)
+    assert any("not attached to a GPU" in (i.note or "") for i in snap.inputs)
+    apps = tmp_path / "apps.csv"
+    apps.write_text("gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n"
+                    "GPU-8727ea3b-6787-261c-f5da-31ad1fce64f5, 4242, python3 train.py --lr 1e-4, --bs 8, 70000 MiB\n")
+    snap, _ = build_snapshot([str(apps), str(two)])
+    assert [p.pid for p in snap.nvml.gpus[1].processes] == [4242] and snap.nvml.gpus[0].processes == []
+    assert snap.nvml.gpus[1].processes[0].name == "python3 train.py --lr 1e-4, --bs 8"

@@ -19,6 +19,7 @@ PARSERS = {
     "smi_list": (nvidia_smi.parse_list, "h200-text/nvidia-smi-L.txt"),
     "smi_csv": (nvidia_smi.parse_query_csv, "h200-text/nvidia-smi-csv.txt"),
     "meminfo": (host_text.parse_meminfo, "h200-text/meminfo.txt"),
+    "apps_csv": (nvidia_smi.parse_compute_apps_csv, "h200-text/compute-apps-busy.txt"),
     "nvlink": (nvidia_smi.parse_nvlink_status, "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt"),
     "lspci": (lspci.parse_lspci, "corpus/raw/lspci/005-plx-pex8725-acscap-acsctl-srcvalid.txt"),
     "df": (host_text.parse_df, "h200-errors/devshm-1m-dataloader.txt"),

@@ -55,6 +55,7 @@ class Collected:
     extra_sections: list[tuple[str, Any, str]] = field(default_factory=list)
     topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
     lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
+    apps: list[tuple[str, Optional[str], Optional[str], Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -165,6 +166,9 @@ def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
                 frag("nvml", nvidia_smi.parse_query_csv(text))
             elif kind == D.MEMINFO:
                 frag("memory", host_text.parse_meminfo(text))
+            elif kind == D.APPS_CSV:
+                col.apps += [(path, u, b, proc) for u, b, proc in nvidia_smi.parse_compute_apps_csv(text)]
+                info.sections.append("nvml")
             elif kind == D.P2P:
                 col.peer.update(p2p_check.parse_peer_checks(text))
                 info.sections.append("logs")
@@ -230,8 +234,9 @@ def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
     if not kinds and not hits:
-        return f"{path}: unknown format (not a collect_env, nvidia-smi, lspci, df, ulimit, dmesg, NCCL log, env dump, " \
-               f"error text or gpudoctor report)"
+        return f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or " \
+               f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, NCCL log, " \
+               f"env dump, error text or gpudoctor report)"
     structured = [k for k in kinds if k != D.ERRORS]
     if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:
         return f"{path}: recognised as {', '.join(structured)} but nothing could be read ({failures[0]})"
@@ -372,6 +377,8 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]
                 known["env"] = sorted(set(partial_env))
         else:
             known[sec] = sorted(cur.model_fields_set - {"source"})
+    if col.apps:
+        _attach_processes(snap, col, known)
     if (col.topo_texts or col.lspci_texts) and snap.topology is None:
         from gpudoctor.facts.topology import topology_from_text
 
@@ -401,6 +408,35 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]
     snap.known_fields = known
     snap.duration_s = round(time.perf_counter() - t0, 3)
     return snap, errors
+
+
+def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
+    """Give each GPU the processes a --query-compute-apps CSV lists for it (matched by gpu_uuid / gpu_bus_id;
+    rows without them only when exactly one GPU is known). Unmatched rows are noted on their input file."""
+    gpus = snap.nvml.gpus if snap.nvml is not None else []
+    by_uuid = {g.uuid: g for g in gpus if g.uuid}
+    by_bus = {}
+    for g in gpus:
+        if g.pci_bus_id:
+            by_bus[g.pci_bus_id.lower()[-12:]] = g  # 00000000:18:00.0 and 0000:18:00.0 compare equal
+    unmatched: dict[str, int] = {}
+    attached = False
+    for path, uuid, bus, proc in col.apps:
+        g = by_uuid.get(uuid) if uuid else None
+        g = g or (by_bus.get(bus.lower()[-12:]) if bus else None)
+        if g is None and not uuid and not bus and len(gpus) == 1:
+            g = gpus[0]
+        if g is None:
+            unmatched[path] = unmatched.get(path, 0) + 1
+            continue
+        g.processes = list(g.processes) + [proc]
+        attached = True
+    if attached and "nvml.gpus" in known and "processes" not in known["nvml.gpus"]:
+        known["nvml.gpus"] = sorted(set(known["nvml.gpus"]) | {"processes"})
+    for inp in snap.inputs:
+        if inp.path in unmatched:
+            inp.note = (f"{unmatched[inp.path]} process row(s) not attached to a GPU: add gpu_uuid or gpu_bus_id to "
+                        f"--query-compute-apps, or pass the GPU list (nvidia-smi -L / --query-gpu) with it")
 
 
 def _scrub_logs(logs) -> None:

@@ -19,6 +19,7 @@ TOPO = "nvidia-smi topo -m"
 NVLINK = "nvidia-smi nvlink -s"
 SMI_L = "nvidia-smi -L"
 SMI_CSV = "nvidia-smi --query-gpu CSV"
+APPS_CSV = "nvidia-smi --query-compute-apps CSV"
 MEMINFO = "/proc/meminfo"
 LSCPU = "lscpu"
 P2P = "peer-access check"
@@ -37,6 +38,10 @@ CSV_HEADER = re.compile(r"^(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clock
                         r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))"
                         r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$", re.M)
 
+#: the header line of `nvidia-smi --query-compute-apps=FIELDS --format=csv` (pid and a process/memory field)
+APPS_HEADER = re.compile(r"^(?=[^\n]*\bpid\b)(?=[^\n]*\b(?:process_name|used_gpu_memory|used_memory)\b)"
+                         r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$", re.M)
+
 _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_XML, re.compile(r"<nvidia_smi_log\b")),
     (SMI_Q, re.compile(r"=+NVSMI LOG=+|^\s*(?:Attached GPUs|Product Name|Remapped Rows|Clocks (?:Throttle|Event) Reasons"
@@ -48,6 +53,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     # the header line of --query-gpu=... --format=csv (anywhere: a pasted command line may precede it):
     # query field names, comma separated, with at least one GPU field (a --query-compute-apps header has none)
     (SMI_CSV, CSV_HEADER),
+    (APPS_CSV, APPS_HEADER),
     (MEMINFO, re.compile(r"^MemTotal:\s+\d+ kB\s*\n(?:[^\n]*\n){0,3}?MemAvailable:\s+\d+ kB", re.M)),
     (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
     (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),

@@ -667,3 +667,42 @@ def parse_query_csv(text: str) -> NvmlFacts:
         nv.driver_version = driver
     nv.gpus = sorted(by_key.values(), key=lambda g: g.index)
     return _finish(nv)
+
+
+# ------------------------------------------------------------------------------ --query-compute-apps CSV
+def parse_compute_apps_csv(text: str) -> list[tuple[Optional[str], Optional[str], GpuProcess]]:
+    """Parse ``nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory[,gpu_uuid,gpu_bus_id] --format=csv``.
+
+    Returns (gpu_uuid, gpu_bus_id, process) per row; the GPU columns are None when not queried (the caller
+    attaches such rows only when one GPU is known). MiB become bytes. Raises ParseError without a header line
+    naming ``pid`` or without a data row.
+    """
+    from gpudoctor.parsers.detect import APPS_HEADER
+
+    lines = [ln for ln in clean(text).split("\n") if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if APPS_HEADER.match(ln)), None)
+    if start is None:
+        raise ParseError("no --query-compute-apps CSV header line (e.g. 'pid, process_name, used_gpu_memory [MiB]')")
+    keys = [_csv_key(h) for h in lines[start].split(",")]
+    out = []
+    for line in lines[start + 1:]:
+        if APPS_HEADER.match(line):
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) > len(keys) and "process_name" in keys:  # a comma in the command line
+            i, extra = keys.index("process_name"), len(cells) - len(keys)
+            cells[i:i + extra + 1] = [", ".join(cells[i:i + extra + 1])]
+        if len(cells) != len(keys):
+            continue
+        row = dict(zip(keys, cells))
+        pid = to_int(row.get("pid"))
+        if pid is None:
+            continue
+        mem = row.get("used_gpu_memory", row.get("used_memory"))
+        proc = GpuProcess(pid=pid, name=None if na(row.get("process_name")) else row.get("process_name"),
+                          used_memory_bytes=None if na(mem) else size_bytes(mem, "M"))
+        uuid, bus = row.get("gpu_uuid"), row.get("gpu_bus_id")
+        out.append((None if na(uuid) else uuid, None if na(bus) else bus, proc))
+    if not out:
+        raise ParseError("a --query-compute-apps CSV header without a data row")
+    return out
