@@ -53,6 +53,17 @@ def bootstrap_median_ci(values: list, reps: int = 2000, seed: int = 0) -> tuple:
     return statistics.median(values), meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
 
 
+def alternate(rounds: int, gpudoctor, plain) -> tuple:
+    """(gpudoctor values, plain values): each callable run ``rounds`` times, the one that goes first alternating
+    (AB BA AB ...) so that drift within the process hits both sides alike."""
+    gd, pl = [], []
+    for r in range(rounds):
+        order = ((gpudoctor, gd), (plain, pl)) if r % 2 == 0 else ((plain, pl), (gpudoctor, gd))
+        for fn, out in order:
+            out.append(fn())
+    return gd, pl
+
+
 def parse_settings(text: str) -> list:
     """'32x128,128x128' -> [(32, 128), (128, 128)] (per-rank batch x sequence length). Raises ValueError."""
     out = []
@@ -148,13 +159,8 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
 
                 from gpudoctor.confirm.collectives import time_allreduce
 
-                gd, pl = [], []
-                for r in range(paired):
-                    for side in (("gd", "plain") if r % 2 == 0 else ("plain", "gd")):
-                        if side == "plain":
-                            pl.append(plain_allreduce(t, iters))
-                        else:
-                            gd.append(statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)))
+                gd, pl = alternate(paired, lambda: statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)),
+                                   lambda: plain_allreduce(t, iters))
                 res["allreduce_paired"].append({"dtype": dname, "size_bytes": t.numel() * t.element_size(),
                                                 "gpudoctor_s": gd, "plain_s": pl})
             del t
@@ -179,19 +185,20 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
         res["kernel_paired"] = []
         for size in (64 << 20, 256 << 20, 1 << 30):
             t = torch.ones(size // 2, dtype=torch.bfloat16, device=device)
-            gd, pl = [], []
-            for r in range(paired):
-                for side in (("gd", "plain") if r % 2 == 0 else ("plain", "gd")):
-                    if side == "plain":
-                        for _ in range(WARMUP):
-                            t.mul_(1)
-                        torch.cuda.synchronize()
-                        clock.start()
-                        for _ in range(ITERS):
-                            t.mul_(1)
-                        pl.append(clock.stop() / ITERS)
-                    else:
-                        gd.append(statistics.median(time_allreduce(_Kernel, t, iters=ITERS, warmup=WARMUP)))
+
+            def plain_kernel(t=t):
+                for _ in range(WARMUP):
+                    t.mul_(1)
+                torch.cuda.synchronize()
+                clock.start()
+                for _ in range(ITERS):
+                    t.mul_(1)
+                return clock.stop() / ITERS
+
+            def gd_kernel(t=t):
+                return statistics.median(time_allreduce(_Kernel, t, iters=ITERS, warmup=WARMUP))
+
+            gd, pl = alternate(paired, gd_kernel, plain_kernel)
             res["kernel_paired"].append({"dtype": "bfloat16", "size_bytes": size, "gpudoctor_s": gd, "plain_s": pl})
             del t
     name = "tiny" if cpu else "bert-base"
@@ -233,14 +240,9 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
             _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 0, STEPS_WARMUP)  # warm-up
             if not cpu:
                 torch.cuda.reset_peak_memory_stats()
-            pl, gd = [], []
-            for r in range(paired):
-                for side in (("gd", "plain") if r % 2 == 0 else ("plain", "gd")):
-                    if side == "plain":
-                        pl.append(plain_window(ids, labels))
-                    else:
-                        gd.append(_train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 0,
-                                               steps)["window_step_s"])
+            gd, pl = alternate(paired, lambda: _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks,
+                                                            0, steps)["window_step_s"],
+                               lambda: plain_window(ids, labels))
             res["paired"].append({"batch": b, "seq": q, "steps_per_window": steps, "plain_step_s": pl,
                                   "gpudoctor_step_s": gd,
                                   "peak_allocated_bytes": None if cpu else torch.cuda.max_memory_allocated()})

@@ -51,3 +51,9 @@ def test_confirm_compare_cpu_dry_run(tmp_path):
     assert p["ratio_ci95"][0] <= p["ratio_median"] <= p["ratio_ci95"][1] and "5 %" in p["verdict"]
     assert len(doc["allreduce_paired"]) == 4 and doc["kernel_paired"] is None  # the kernel check is GPU-only
     assert "paired windows" in proc.stdout
+
+
+def test_alternate_swaps_who_goes_first():
+    calls = []
+    gd, pl = _load("confirm_compare").alternate(3, lambda: calls.append("g") or 1.0, lambda: calls.append("p") or 2.0)
+    assert calls == ["g", "p", "p", "g", "g", "p"] and gd == [1.0] * 3 and pl == [2.0] * 3
