@@ -152,30 +152,23 @@ def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
             if section not in info.sections:
                 info.sections.append(section)
 
+    # formats whose parser gives one section's facts as they are
+    one_section = {D.SMI_XML: ("nvml", nvidia_smi.parse_xml), D.SMI_Q: ("nvml", nvidia_smi.parse_query),
+                   D.SMI: ("nvml", nvidia_smi.parse_table), D.SMI_L: ("nvml", nvidia_smi.parse_list),
+                   D.SMI_CSV: ("nvml", nvidia_smi.parse_query_csv), D.NVLINK: ("nvml", nvidia_smi.parse_nvlink_status),
+                   D.LSCPU: ("cpu", collect_env.parse_lscpu), D.MEMINFO: ("memory", host_text.parse_meminfo),
+                   D.ULIMIT: ("memory", host_text.parse_ulimit)}
     for kind in kinds:
         try:
-            if kind == D.SMI_XML:
-                frag("nvml", nvidia_smi.parse_xml(text))
-            elif kind == D.SMI_Q:
-                frag("nvml", nvidia_smi.parse_query(text))
-            elif kind == D.SMI:
-                frag("nvml", nvidia_smi.parse_table(text))
-            elif kind == D.SMI_L:
-                frag("nvml", nvidia_smi.parse_list(text))
-            elif kind == D.SMI_CSV:
-                frag("nvml", nvidia_smi.parse_query_csv(text))
-            elif kind == D.MEMINFO:
-                frag("memory", host_text.parse_meminfo(text))
+            if kind in one_section:
+                section, parse = one_section[kind]
+                frag(section, parse(text))
             elif kind == D.APPS_CSV:
                 col.apps += [(path, u, b, proc) for u, b, proc in nvidia_smi.parse_compute_apps_csv(text)]
                 info.sections.append("nvml")
             elif kind == D.P2P:
                 col.peer.update(p2p_check.parse_peer_checks(text))
                 info.sections.append("logs")
-            elif kind == D.LSCPU:
-                frag("cpu", collect_env.parse_lscpu(text))
-            elif kind == D.NVLINK:
-                frag("nvml", nvidia_smi.parse_nvlink_status(text))
             elif kind == D.COLLECT_ENV:
                 ce = collect_env.parse_collect_env(text)
                 for sec in ("torch", "nvml", "host", "cpu", "env"):
@@ -187,8 +180,6 @@ def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
             elif kind == D.DF:
                 shm = host_text.shm_facts(host_text.parse_df(text))
                 frag("memory", shm)
-            elif kind == D.ULIMIT:
-                frag("memory", host_text.parse_ulimit(text))
             elif kind == D.DMESG:
                 k = dmesg.parse_kernel_log(text)
                 for x in k.xids:

@@ -34,13 +34,13 @@ COMMAND = "command line"
 ERRORS = "error text"
 
 #: one header line of `nvidia-smi --query-gpu=FIELDS --format=csv[,nounits]` (CRLF tolerated)
+_CSV_FIELDS = r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$"
 CSV_HEADER = re.compile(r"^(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
-                        r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))"
-                        r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$", re.M)
+                        r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))" + _CSV_FIELDS, re.M)
 
 #: the header line of `nvidia-smi --query-compute-apps=FIELDS --format=csv` (pid and a process/memory field)
-APPS_HEADER = re.compile(r"^(?=[^\n]*\bpid\b)(?=[^\n]*\b(?:process_name|used_gpu_memory|used_memory)\b)"
-                         r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$", re.M)
+APPS_HEADER = re.compile(r"^(?=[^\n]*\bpid\b)(?=[^\n]*\b(?:process_name|used_gpu_memory|used_memory)\b)" + _CSV_FIELDS,
+                         re.M)
 
 _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_XML, re.compile(r"<nvidia_smi_log\b")),

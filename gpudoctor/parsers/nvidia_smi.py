@@ -289,6 +289,21 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
                                                "power readings/default power limit")))
 
 
+def _add_gpu(gpus: list, fabric: dict, i: int, g: GpuFacts, d: dict[str, str]) -> None:
+    """Append GPU ``g`` (index ``i``) and note its fabric state from ``d`` (-q text and XML parsers)."""
+    f = _fabric(d)
+    if f:
+        fabric[i] = f
+    gpus.append(g)
+
+
+def _finish_gpus(nv: NvmlFacts, gpus: list, fabric: dict) -> NvmlFacts:
+    if fabric:
+        nv.fabric_states = fabric
+    nv.gpus = gpus
+    return _finish(nv)
+
+
 def _fabric(d: dict[str, str]) -> Optional[str]:
     v = _get(d, "fabric/state")
     return None if na(v) else v
@@ -321,14 +336,8 @@ def parse_query(text: str) -> NvmlFacts:
         procs = _q_processes(d)
         if procs is not None:
             g.processes = procs
-        f = _fabric(d)
-        if f:
-            fabric[i] = f
-        gpus.append(g)
-    if fabric:
-        nv.fabric_states = fabric
-    nv.gpus = gpus
-    return _finish(nv)
+        _add_gpu(gpus, fabric, i, g, d)
+    return _finish_gpus(nv, gpus, fabric)
 
 
 def _q_processes(d: dict[str, str]) -> Optional[list[GpuProcess]]:
@@ -462,14 +471,8 @@ def parse_xml(text: str) -> NvmlFacts:
                                         used_memory_bytes=size_bytes(p.findtext("used_memory")),
                                         kind="graphics" if (p.findtext("type") or "").strip() == "G" else "compute"))
             g.processes = procs
-        f = _fabric(d)
-        if f:
-            fabric[i] = f
-        gpus.append(g)
-    if fabric:
-        nv.fabric_states = fabric
-    nv.gpus = gpus
-    return _finish(nv)
+        _add_gpu(gpus, fabric, i, g, d)
+    return _finish_gpus(nv, gpus, fabric)
 
 
 # ------------------------------------------------------------------------------------ nvlink -s
@@ -585,48 +588,55 @@ def _csv_key(header: str) -> str:
     return key.replace("clocks_throttle_reasons.", "clocks_event_reasons.")
 
 
+def _csv_table(text: str, header: "re.Pattern", free_text: str, what: str) -> tuple[list[str], list[list[str]], int]:
+    """(keys, rows, skipped) of an nvidia-smi ``--format=csv`` table: the first line matching ``header`` (other
+    text may precede it) gives the keys (units dropped, old names renamed); a repeated header is skipped; a row
+    with more cells than keys has them rejoined in the ``free_text`` column (nvidia-smi does not quote, and GPU
+    names and command lines can hold commas); rows with another cell count are skipped and counted.
+    Raises ParseError without a header line (``what`` names the format)."""
+    lines = [ln for ln in clean(text).split("\n") if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+    if start is None:
+        raise ParseError(f"no {what} CSV header line")
+    keys = [_csv_key(h) for h in lines[start].split(",")]
+    free = keys.index(free_text) if free_text in keys else None
+    rows, skipped = [], 0
+    for line in lines[start + 1:]:
+        if header.match(line):
+            continue  # the header again (a sample loop may repeat it)
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) > len(keys) and free is not None:
+            extra = len(cells) - len(keys)
+            cells[free:free + extra + 1] = [", ".join(cells[free:free + extra + 1])]
+        if len(cells) == len(keys):
+            rows.append(cells)
+        else:
+            skipped += 1  # a wrapped or truncated line, or text after the table
+    return keys, rows, skipped
+
+
 def parse_query_csv(text: str) -> NvmlFacts:
     """Parse ``nvidia-smi --query-gpu=FIELDS --format=csv`` output (with its header line; ``nounits`` too).
 
     Fields known to :data:`_CSV_FIELDS` fill the GPU facts (MiB -> bytes, W, °C); ``driver_version``
     fills the driver; unknown fields are ignored. A GPU is keyed by ``index``, else ``uuid``, else
-    ``pci.bus_id``, else its position in the sample (rows sharing a ``timestamp``: nvidia-smi stamps the time of
-    the query; rows stamped apart would be read as samples of one GPU). Several samples per GPU (``-l``/``-lms`` loops): every value
-    is the last sample's, except the clock event reasons, which are the union over all samples (an
-    intermittent HW slowdown must not vanish because the last sample was clean).
-    The header may follow other text (a pasted command line); a repeated header line and lines with another field
-    count are skipped. A
-    GPU name containing a comma (nvidia-smi does not quote) is rejoined when the row has a ``name`` column.
+    ``pci.bus_id``, else its position in the sample (rows sharing a ``timestamp``: nvidia-smi stamps the time
+    of the query; rows stamped apart would be read as samples of one GPU). Several samples per GPU
+    (``-l``/``-lms`` loops): every value is the last sample's, except the clock event reasons, which are the
+    union over all samples (an intermittent HW slowdown must not vanish because the last sample was clean).
+    Header search, repeated headers, commas in GPU names: :func:`_csv_table`.
     Raises ParseError when there is no header line of query fields or no data row.
     """
     from gpudoctor.parsers.detect import CSV_HEADER
 
-    all_lines = [ln for ln in clean(text).split("\n") if ln.strip()]
-    start = next((i for i, ln in enumerate(all_lines) if CSV_HEADER.match(ln)), None)
-    if start is None:
-        raise ParseError("no --query-gpu CSV header line (e.g. 'index, name, pci.bus_id, temperature.gpu')")
-    lines = all_lines[start:]
-    headers = [h.strip() for h in lines[0].split(",")]
-    keys = [_csv_key(h) for h in headers]
-    name_col = keys.index("name") if "name" in keys else None
+    keys, rows, skipped = _csv_table(text, CSV_HEADER, "name", "--query-gpu (e.g. 'index, name, pci.bus_id')")
     key_col = next((keys.index(k) for k in ("index", "uuid", "pci.bus_id") if k in keys), None)
     by_key: dict[str, GpuFacts] = {}
     masks: dict[str, int] = {}
     driver: Optional[str] = None
-    rows = skipped = 0
     ts_col = keys.index("timestamp") if "timestamp" in keys else None
     prev_ts, pos = None, -1
-    for line in lines[1:]:
-        if CSV_HEADER.match(line):
-            continue  # the header again (a sample loop may repeat it)
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) > len(keys) and name_col is not None:  # nvidia-smi does not quote: a comma in the GPU name
-            extra = len(cells) - len(keys)
-            cells[name_col:name_col + extra + 1] = [", ".join(cells[name_col:name_col + extra + 1])]
-        if len(cells) != len(keys):
-            skipped += 1
-            continue  # a wrapped or truncated line, or text after the table
-        rows += 1
+    for cells in rows:
         # without an id column: the n-th row of one sample (rows sharing a timestamp) is GPU n; without a
         # timestamp either, every row is another GPU
         same_sample = ts_col is not None and cells[ts_col] == prev_ts
@@ -679,21 +689,10 @@ def parse_compute_apps_csv(text: str) -> list[tuple[Optional[str], Optional[str]
     """
     from gpudoctor.parsers.detect import APPS_HEADER
 
-    lines = [ln for ln in clean(text).split("\n") if ln.strip()]
-    start = next((i for i, ln in enumerate(lines) if APPS_HEADER.match(ln)), None)
-    if start is None:
-        raise ParseError("no --query-compute-apps CSV header line (e.g. 'pid, process_name, used_gpu_memory [MiB]')")
-    keys = [_csv_key(h) for h in lines[start].split(",")]
+    keys, rows, _ = _csv_table(text, APPS_HEADER, "process_name",
+                               "--query-compute-apps (e.g. 'pid, process_name, used_gpu_memory [MiB]')")
     out = []
-    for line in lines[start + 1:]:
-        if APPS_HEADER.match(line):
-            continue
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) > len(keys) and "process_name" in keys:  # a comma in the command line
-            i, extra = keys.index("process_name"), len(cells) - len(keys)
-            cells[i:i + extra + 1] = [", ".join(cells[i:i + extra + 1])]
-        if len(cells) != len(keys):
-            continue
+    for cells in rows:
         row = dict(zip(keys, cells))
         pid = to_int(row.get("pid"))
         if pid is None:
