@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import needs_torch
 
 ROOT = Path(__file__).resolve().parents[1]

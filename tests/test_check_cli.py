@@ -3,12 +3,11 @@ still diagnosed), saved reports (round trip, newer schema refused)."""
 import json
 
 import pytest
+from conftest import FIX as FIXROOT
 from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
 from gpudoctor.facts.model import SCHEMA_VERSION
-
-from conftest import FIX as FIXROOT
 
 runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
 
@@ -110,7 +109,7 @@ def test_scan_rereads_nvlink_counters_after_the_confirmation_runs(monkeypatch, t
     import gpudoctor.confirm.runner as confirm_runner
     import gpudoctor.probes.registry as registry
     import gpudoctor.probes.topology as topology
-    from gpudoctor.facts.model import ConfirmationFacts, ConfirmationRun, NvLinkDetail, Snapshot
+    from gpudoctor.facts.model import ConfirmationFacts, ConfirmationRun, Snapshot
 
     snap = Snapshot.model_validate(json.loads((FIXROOT / "h200x2" / "scan.json").read_text())["snapshot"])
     snap.confirmation = None

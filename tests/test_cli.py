@@ -7,10 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import H200, h200_report_json
 
 from gpudoctor.facts.findings import Report
-
-from conftest import H200, h200_report_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from confirm_helpers import CONF, capture_facts, capture_launch, copy_capture, h200_copy_facts, h200_snap
 
 from gpudoctor.confirm.analysis import stat
 from gpudoctor.confirm.runner import facts_from
@@ -9,8 +10,6 @@ from gpudoctor.facts.model import AllReduceResult, ConfirmationFacts, ConfirmDev
 from gpudoctor.rules import REGISTRY, evaluate
 from gpudoctor.rules.confirmation import link_class, pcie_line_gbs
 from gpudoctor.rules.engine import Ctx
-
-from confirm_helpers import (CONF, capture_facts, capture_launch, copy_capture, h200_copy_facts, h200_snap)
 
 CNF = [rid for rid in REGISTRY if rid.startswith("CNF")]
 

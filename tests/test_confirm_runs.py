@@ -7,7 +7,6 @@ import io
 import json
 import os
 import shutil
-import uuid
 import subprocess
 import sys
 import time
@@ -15,14 +14,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from confirm_helpers import h200_snap
+from conftest import SESSION_ENV, SESSION_ID
 
 from gpudoctor.confirm.plan import FAULT_ENV, RUN_ENV
 from gpudoctor.confirm.runner import Progress, confirm, for_scan
 from gpudoctor.facts.findings import Report
 from gpudoctor.facts.model import ConfirmationFacts
-
-from confirm_helpers import h200_snap
-from conftest import SESSION_ENV, SESSION_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 from conftest import needs_torch  # noqa: E402

@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import statistics
-
 import time
 
 import pytest
+from confirm_helpers import CONF, capture_facts, capture_launch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gpudoctor.confirm import analysis, plan
 from gpudoctor.confirm.collectives import bandwidths, time_allreduce, timing_groups
-
-from confirm_helpers import CONF, capture_facts, capture_launch
 
 
 # --- plan -----------------------------------------------------------------------------------------

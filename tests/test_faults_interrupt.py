@@ -17,10 +17,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import (
+    SESSION_ENV,
+    SESSION_ID,
+    needs_torch,  # noqa: E402
+)
 
-from conftest import SESSION_ENV, SESSION_ID
 from gpudoctor.confirm.plan import FAULT_ENV, RUN_ENV
-from conftest import needs_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]

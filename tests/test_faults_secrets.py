@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs_torch  # noqa: E402
 
 from gpudoctor.confirm.plan import FAULT_ENV, RUN_ENV
 from gpudoctor.facts.findings import Report
 from gpudoctor.reports.redact import scrub_model, scrub_text, secret_values
-from conftest import needs_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HF = "hf_" + "S3CRETs3cret" * 3

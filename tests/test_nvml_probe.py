@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
+from conftest import H200
 
 from gpudoctor.probes import nvml as nvml_probe
 from gpudoctor.probes.nvml import assemble, sysfs_pci_path
 from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
-
-from conftest import H200
 
 
 def lines(name):

@@ -2,7 +2,8 @@
 the H200 captures; and format detection by content."""
 import pytest
 
-from gpudoctor.parsers import ParseError, collect_env, detect as D, dmesg, host_text, lspci, nccl_log, nvidia_smi
+from gpudoctor.parsers import ParseError, collect_env, dmesg, host_text, nccl_log, nvidia_smi
+from gpudoctor.parsers import detect as D
 
 RAW = "corpus/raw"
 

@@ -3,10 +3,22 @@ Also the whole offline pipeline (detect -> parse -> signatures -> rules) on muta
 import pathlib
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from gpudoctor.parsers import (ParseError, collect_env, commands, detect, dmesg, env_dump, host_text, lspci, nccl_log,
-                               nvidia_smi, p2p_check)
+from gpudoctor.parsers import (
+    ParseError,
+    collect_env,
+    commands,
+    detect,
+    dmesg,
+    env_dump,
+    host_text,
+    lspci,
+    nccl_log,
+    nvidia_smi,
+    p2p_check,
+)
 from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
 FIX = pathlib.Path(__file__).parent / "fixtures"
@@ -129,7 +141,9 @@ def test_pipeline_never_raises(tmp_path_factory, a, b, c):
 from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E402
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
 from gpudoctor.parsers import _text, topo, torch_messages  # noqa: E402
-from gpudoctor.probes import nvml as nvml_probe, topology as topology_probe, torch_probe  # noqa: E402
+from gpudoctor.probes import nvml as nvml_probe  # noqa: E402
+from gpudoctor.probes import topology as topology_probe
+from gpudoctor.probes import torch_probe
 
 MORE = {  # name -> (function of one text, REAL capture it is mutated from, the clear error it may raise)
     "topo": (topo.parse_topo_matrix, "topology/topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt", ParseError),

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ids, outcome
 
 from gpudoctor.facts.model import GpuProcess
 from gpudoctor.rules import evaluate
 from gpudoctor.rules.versions import arch_covers, visible_device_count
-
-from conftest import ids, outcome
 
 GIB = 1024 ** 3
 
@@ -280,9 +279,9 @@ def test_latest_h200_scan_with_confirmation_runs_is_healthy():
     re-evaluated offline: still only the virtual-disk note; the runs and the GPU checks pass."""
     import json
 
-    from gpudoctor.facts.model import Snapshot
-
     from conftest import H200
+
+    from gpudoctor.facts.model import Snapshot
 
     doc = json.loads((H200 / "scan-full-1.2.json").read_text())
     assert [f["rule_id"] for f in doc["findings"]] == ["HST004"]
@@ -302,12 +301,11 @@ def test_h200_scan_with_auto_batch_reports_and_renders_it():
     import io
     import json
 
+    from conftest import H200
     from rich.console import Console
 
     from gpudoctor.facts.model import Snapshot
     from gpudoctor.reports.confirm_view import render_confirmation
-
-    from conftest import H200
 
     doc = json.loads((H200 / "scan-full-1.3.json").read_text())
     assert doc["schema_version"] == "1.3"
@@ -329,9 +327,8 @@ def test_h200_two_gpu_scan_is_healthy_and_its_runs_agree():
     confirmation check passes; busbw, scaling efficiency and DDP sync are what the host showed."""
     import json
 
-    from gpudoctor.facts.model import Snapshot
-
     from conftest import FIX
+
 
     doc = json.loads((FIX / "h200x2" / "scan.json").read_text())
     assert ("TOP006", "warning") in [(f["rule_id"], f["severity"]) for f in doc["findings"]]  # what the old rule said

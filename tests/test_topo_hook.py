@@ -2,8 +2,6 @@
 import sys
 import types
 
-from pydantic import BaseModel
-
 from gpudoctor.facts.offline import build_snapshot
 from gpudoctor.parsers import ParseError
 from gpudoctor.rules import evaluate

@@ -6,8 +6,17 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.facts.load import load_path
-from gpudoctor.facts.model import (EnvFacts, FabricInfo, GpuFacts, IbPort, NetIface, NvLinkState, NvmlFacts,
-                                   NvmlPair, Snapshot)
+from gpudoctor.facts.model import (
+    EnvFacts,
+    FabricInfo,
+    GpuFacts,
+    IbPort,
+    NetIface,
+    NvLinkState,
+    NvmlFacts,
+    NvmlPair,
+    Snapshot,
+)
 from gpudoctor.facts.topology import finish, topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.rules import evaluate

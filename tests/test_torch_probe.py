@@ -1,17 +1,15 @@
 """Torch probe: runs in the target interpreter; missing, crashing, hanging or silent interpreters are handled."""
 from __future__ import annotations
 
-import os
 import stat
 import sys
 
 import pytest
+from conftest import H200
 
+from gpudoctor.facts.model import TorchFacts
 from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
 from gpudoctor.probes.torch_probe import choose_interpreter, parse_output, probe_torch
-from gpudoctor.facts.model import TorchFacts
-
-from conftest import H200
 
 
 def fake_python(tmp_path, body: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import List, Optional
 
 import typer
 
@@ -44,7 +43,7 @@ class FailOn(str, enum.Enum):
     never = "never"
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> "typer.Exit":
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Print a one-line error to stderr and return the Exit to raise."""
     sys.stderr.write(f"gpudoctor: error: {message}\n")
     return typer.Exit(code)
@@ -64,7 +63,7 @@ def report_console():
     return Console(width=max(60, width))
 
 
-def write_report(report, json_out: bool, save: Optional[str], verbose: bool, renderer, on_save_error=None) -> None:
+def write_report(report, json_out: bool, save: str | None, verbose: bool, renderer, on_save_error=None) -> None:
     """Save (``--save``, atomically), then print the report as JSON or with ``renderer`` (a terminal
     report function). An unwritable ``save`` path is a one-line error, exit 2 (after ``on_save_error``)."""
     from gpudoctor.reports import jsonout
@@ -97,8 +96,8 @@ def exit_code(report_or_findings, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
 
 
-def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: FailOn,
-         input_errors: Optional[List[str]] = None) -> None:
+def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailOn,
+         input_errors: list[str] | None = None) -> None:
     """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
 
     Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
@@ -114,7 +113,7 @@ def emit(report, json_out: bool, save: Optional[str], verbose: bool, fail_on: Fa
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
-def _emit_partial(snap, json_out: bool, save: Optional[str], verbose: bool) -> None:
+def _emit_partial(snap, json_out: bool, save: str | None, verbose: bool) -> None:
     """Report what an interrupted scan found (saved too with --save) and exit 130."""
     from gpudoctor.rules import evaluate
 
@@ -128,9 +127,9 @@ def _emit_partial(snap, json_out: bool, save: Optional[str], verbose: bool) -> N
 @app.command()
 def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every check and every fact."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch to probe "
+    python: str | None = typer.Option(None, "--python", help="Interpreter whose torch to probe "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
@@ -145,7 +144,8 @@ def scan(
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
     from gpudoctor.probes import interrupt
-    from gpudoctor.probes.torch_start import resolve_interpreter, start as start_torch_probe
+    from gpudoctor.probes.torch_start import resolve_interpreter
+    from gpudoctor.probes.torch_start import start as start_torch_probe
 
     if python is not None and resolve_interpreter(python) is None:
         raise fail(f"--python {python}: no such interpreter (not found, or not an executable file)")
@@ -153,10 +153,8 @@ def scan(
     interrupt.install()  # Ctrl-C from here on: children killed, partial report kept
     start_torch_probe(python, torch_timeout)  # first: its torch import hides everything below
     from gpudoctor.probes.registry import scan as do_scan
-    from gpudoctor.probes.runner import ProbeOptions
+    from gpudoctor.probes.runner import ProbeOptions, ScanInterrupted
     from gpudoctor.rules import evaluate
-
-    from gpudoctor.probes.runner import ScanInterrupted
 
     opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
     try:
@@ -206,7 +204,7 @@ class Scaling(str, enum.Enum):
     strong = "strong"
 
 
-def _confirm_report(cpu: bool, python: Optional[str], nproc: Optional[int], timeout: float, keep_logs: bool,
+def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: float, keep_logs: bool,
                     **plan):
     """Probe what the CNF rules need, run the confirmation run(s), evaluate only the CNF rules."""
     from gpudoctor.confirm.runner import confirm
@@ -252,24 +250,24 @@ def _confirm_report(cpu: bool, python: Optional[str], nproc: Optional[int], time
 @app.command()
 def smoke(
     cpu: bool = typer.Option(False, "--cpu", help="Run on CPU with gloo and a tiny BERT (no GPU needed)."),
-    nproc: Optional[int] = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
-    model: Optional[Model] = typer.Option(None, "--model", help="builtin = BERT-base built with torch alone (GPU "
+    nproc: int | None = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
+    model: Model | None = typer.Option(None, "--model", help="builtin = BERT-base built with torch alone (GPU "
                                           "default); hf = transformers BertForMaskedLM(BertConfig()); tiny (CPU default)."),
-    batch: Optional[int] = typer.Option(None, "--batch", min=1, help="Per-GPU batch (weak scaling) or global batch "
+    batch: int | None = typer.Option(None, "--batch", min=1, help="Per-GPU batch (weak scaling) or global batch "
                                         "(strong). Default on GPU: the largest of 128/64/32/16/8 whose estimated peak "
                                         "memory fits 40% of the free memory of every GPU; tiny: 4."),
-    seq: Optional[int] = typer.Option(None, "--seq", min=8, max=512, help="Sequence length (default 128; tiny 32)."),
-    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Timed steps (default 20; CPU 6)."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),
+    seq: int | None = typer.Option(None, "--seq", min=8, max=512, help="Sequence length (default 128; tiny 32)."),
+    steps: int | None = typer.Option(None, "--steps", min=1, help="Timed steps (default 20; CPU 6)."),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),
     scaling: Scaling = typer.Option(Scaling.weak, "--scaling",
                                     help="weak: per-GPU batch fixed; strong: global batch fixed."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
     timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the step "
+    python: str | None = typer.Option(None, "--python", help="Interpreter whose torch runs the step "
                                          "(default: as for the torch probe)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
@@ -290,18 +288,18 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("allreduce")
 def bench_allreduce(
     cpu: bool = typer.Option(False, "--cpu", help="Run on CPU with gloo (no GPU needed)."),
-    nproc: Optional[int] = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
-    sizes: Optional[str] = typer.Option(None, "--sizes", help="Comma-separated message sizes, e.g. 1M,64M,1G "
+    nproc: int | None = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
+    sizes: str | None = typer.Option(None, "--sizes", help="Comma-separated message sizes, e.g. 1M,64M,1G "
                                         "(default 1 MiB..1 GiB and the BERT-base gradient; CPU 64K,1M,4M)."),
     dtypes: str = typer.Option("bf16,fp32", "--dtypes", help="Comma-separated: bf16, fp16, fp32."),
-    iters: Optional[int] = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
+    iters: int | None = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
     no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
     timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose torch runs the benchmark."),
+    python: str | None = typer.Option(None, "--python", help="Interpreter whose torch runs the benchmark."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
@@ -326,11 +324,11 @@ def bench_allreduce(
 
 @app.command()
 def check(
-    paths: List[str] = typer.Argument(..., help="Saved outputs, files or folders: collect_env, nvidia-smi (table, -q, "
+    paths: list[str] = typer.Argument(..., help="Saved outputs, files or folders: collect_env, nvidia-smi (table, -q, "
                                       "-q -x, nvlink -s, topo -m), lspci -vvv, df, ulimit -a, dmesg, NCCL_DEBUG logs, "
                                       "env dumps, error messages, or a saved gpudoctor JSON report."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ):
@@ -339,10 +337,8 @@ def check(
     A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
     naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
     """
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.facts.offline import SKIPPED, build_snapshot
     from gpudoctor.rules import evaluate
-
-    from gpudoctor.facts.offline import SKIPPED
 
     snap, errors = build_snapshot(paths)
     notes = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
@@ -377,30 +373,30 @@ def schema(cluster_report: bool = typer.Option(False, "--cluster", help="The sch
 def cluster(
     cpu: bool = typer.Option(False, "--cpu", help="gloo on CPU only: no GPU runs (as on a host without GPUs)."),
     json_out: bool = typer.Option(False, "--json", help="Rank 0 prints the cluster report as JSON on stdout."),
-    save: Optional[str] = typer.Option(None, "--save", help="Rank 0 also writes the JSON report to this file."),
+    save: str | None = typer.Option(None, "--save", help="Rank 0 also writes the JSON report to this file."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
                                    "that makes rank 0's exit code 1."),
     timeout: float = typer.Option(180.0, "--timeout", min=1, max=MAX_TIMEOUT_S,
                                   help="Seconds rank 0 waits for nodes to join and scan, "
                                   "and the limit of each collective and of the wait for results."),
-    size_mib: Optional[float] = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
+    size_mib: float | None = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
                                              "(default 256 on GPUs, 4 with --cpu; rules/cluster.toml)."),
     iters: int = typer.Option(20, "--iters", min=1, help="Timed all-reduces per test."),
     warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed all-reduces before each test."),
-    rounds: Optional[int] = typer.Option(None, "--rounds", min=0, help="Node-to-node rounds (default "
+    rounds: int | None = typer.Option(None, "--rounds", min=0, help="Node-to-node rounds (default "
                                          "max(3, ceil(log2 N)), at most every pair; 0 = none)."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Scans and cross-node rules only; no collectives."),
-    probes: Optional[str] = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
+    probes: str | None = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
                                          "(default all: torch,nvml,host,cpu,memory,storage,env)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
-    expect_nodes: Optional[int] = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
+    expect_nodes: int | None = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
                                                "(torchrun --nnodes MIN:MAX: the rendezvous may start with fewer)."),
-    expect_hosts: Optional[str] = typer.Option(None, "--expect-hosts", help="Comma list (or Slurm hostlist) of hosts "
+    expect_hosts: str | None = typer.Option(None, "--expect-hosts", help="Comma list (or Slurm hostlist) of hosts "
                                                "that should take part; the missing ones are named."),
-    min_pair_busbw: Optional[float] = typer.Option(None, "--min-pair-busbw", min=0, help="GB/s: a node-to-node pair "
+    min_pair_busbw: float | None = typer.Option(None, "--min-pair-busbw", min=0, help="GB/s: a node-to-node pair "
                                                    "below it is slow whatever the others measure."),
 ):
     """Check many nodes at once: run under torchrun or srun, one process per node; rank 0 prints one report.
@@ -499,17 +495,17 @@ class CheckFormat(str, enum.Enum):
 
 @app.command("cuda-version-check")
 def cuda_version_check(
-    torch: List[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
+    torch: list[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
                                     "PyPI wheel, with that release's default CUDA). Repeatable."),
-    requirements: Optional[str] = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
+    requirements: str | None = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
                                                "requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock."),
-    driver: Optional[str] = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
-    gpu: List[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
-    cc: List[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
-    fleet: Optional[str] = typer.Option(None, "--fleet",
+    driver: str | None = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
+    gpu: list[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
+    cc: list[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
+    fleet: str | None = typer.Option(None, "--fleet",
                                         help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
     fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
+    python: str | None = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
     torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,

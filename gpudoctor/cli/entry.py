@@ -7,7 +7,6 @@ child's ``import torch`` instead of adding to it. Everything else is :func:`gpud
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 #: must equal the default of ``scan --torch-timeout`` (gpudoctor/cli/app.py; a test checks it)
 TORCH_TIMEOUT_DEFAULT = 90.0
@@ -15,7 +14,7 @@ TORCH_TIMEOUT_DEFAULT = 90.0
 MAX_TIMEOUT_S = 86400.0
 
 
-def _option(argv: list[str], name: str) -> Optional[str]:
+def _option(argv: list[str], name: str) -> str | None:
     """The value of ``--name VALUE`` / ``--name=VALUE`` in ``argv`` (the last one wins), else None."""
     value = None
     for i, a in enumerate(argv):

@@ -38,7 +38,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from gpudoctor.cluster.launch import LaunchInfo
 from gpudoctor.probes.runner import ProbeOptions
@@ -68,16 +68,16 @@ class ClusterOptions:
 
     cpu: bool = False
     timeout_s: float = 180.0
-    size_bytes: Optional[int] = None  # None: rules/cluster.toml [message] gpu_mib / cpu_mib
+    size_bytes: int | None = None  # None: rules/cluster.toml [message] gpu_mib / cpu_mib
     iters: int = 20
     warmup: int = 5
-    rounds: Optional[int] = None  # None: pairing.default_rounds
+    rounds: int | None = None  # None: pairing.default_rounds
     confirm: bool = True
-    probes: Optional[list[str]] = None  # None: every probe of a scan
+    probes: list[str] | None = None  # None: every probe of a scan
     probe_opts: ProbeOptions = field(default_factory=ProbeOptions)
-    expect_nodes: Optional[int] = None
+    expect_nodes: int | None = None
     expect_hosts: list[str] = field(default_factory=list)
-    min_pair_busbw: Optional[float] = None
+    min_pair_busbw: float | None = None
     clock_samples: int = 8
 
 
@@ -164,7 +164,7 @@ class _Delayed:
         return getattr(self._dist, name)
 
 
-def _delay_for(peer_node: Optional[int]) -> float:
+def _delay_for(peer_node: int | None) -> float:
     """Seconds of injected delay for an all-reduce with ``peer_node`` (None = the all-node all-reduce)."""
     raw = os.environ.get(TEST_DELAY, "").strip()
     if not raw:
@@ -468,7 +468,7 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
                                  time.monotonic() - t_start, backend_note=plan.get("note")), store
 
 
-def share_exit_code(store, launch: LaunchInfo, code: Optional[int], members: int, wait_s: float) -> Optional[int]:
+def share_exit_code(store, launch: LaunchInfo, code: int | None, members: int, wait_s: float) -> int | None:
     """Make every rank exit with rank 0's code.
 
     torchrun's agents meet at an exit barrier only when their workers succeeded; an agent whose worker failed

@@ -11,23 +11,33 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from gpudoctor.cluster.launch import LaunchInfo
 from gpudoctor.confirm.collectives import bandwidths, spread
-from gpudoctor.facts.cluster import (AllReduceResult, ClusterReport, ClusterSummary, CommonFinding,
-                                     DifferingFinding, LaunchSummary, NodeEntry, PairResult, PairwiseResult)
+from gpudoctor.facts.cluster import (
+    AllReduceResult,
+    ClusterReport,
+    ClusterSummary,
+    CommonFinding,
+    DifferingFinding,
+    LaunchSummary,
+    NodeEntry,
+    PairResult,
+    PairwiseResult,
+)
 from gpudoctor.facts.findings import Report
 
 
-def label(node_rank: Optional[int], hostname: Optional[str]) -> str:
+def label(node_rank: int | None, hostname: str | None) -> str:
     """How the report names a node: node<rank>@<host> (either part '?' when unknown)."""
     return f"node{'?' if node_rank is None else node_rank}@{hostname or '?'}"
 
 
 def build_nodes(launch: LaunchInfo, joins: dict[int, dict], snaps: dict[int, dict], phases: dict[int, str],
                 members: Sequence[int], results: dict[int, dict], clock: dict[int, tuple[float, float]],
-                waited_s: dict[str, float], expect_nodes: Optional[int] = None,
+                waited_s: dict[str, float], expect_nodes: int | None = None,
                 expect_hosts: Sequence[str] = (), expect_results: bool = True) -> list[NodeEntry]:
     """One entry per node: joined nodes by (node rank, hostname), then missing ones.
 
@@ -127,7 +137,7 @@ def differing_findings(nodes: Sequence[NodeEntry]) -> tuple[list[DifferingFindin
     return differing, common
 
 
-def allreduce_result(plan: dict, results: dict[int, dict], nodes: int) -> Optional[AllReduceResult]:
+def allreduce_result(plan: dict, results: dict[int, dict], nodes: int) -> AllReduceResult | None:
     """The all-reduce across all members from each rank's timings: the slowest rank's median sets busbw."""
     members = plan["members"]
     if len(members) < 2:
@@ -153,7 +163,7 @@ def allreduce_result(plan: dict, results: dict[int, dict], nodes: int) -> Option
 
 
 def pairwise_result(plan: dict, results: dict[int, dict], labels: dict[int, str], slow_fraction: float,
-                    min_busbw: Optional[float] = None) -> Optional[PairwiseResult]:
+                    min_busbw: float | None = None) -> PairwiseResult | None:
     """Pair results from both sides of each pair (the slower side's median counts), then slow node/link names."""
     from gpudoctor.cluster.pairing import attribute
 
@@ -193,9 +203,9 @@ def pairwise_result(plan: dict, results: dict[int, dict], labels: dict[int, str]
 
 
 def build_report(launch: LaunchInfo, nodes: list[NodeEntry], created_at: str, version: str,
-                 backend: Optional[str], cpu_only: bool, allreduce: Optional[AllReduceResult],
-                 pairwise: Optional[PairwiseResult], phase_seconds: dict[str, float],
-                 duration_s: float, backend_note: Optional[str] = None) -> ClusterReport:
+                 backend: str | None, cpu_only: bool, allreduce: AllReduceResult | None,
+                 pairwise: PairwiseResult | None, phase_seconds: dict[str, float],
+                 duration_s: float, backend_note: str | None = None) -> ClusterReport:
     """Evaluate the cluster rules and put everything into the one document."""
     from gpudoctor.rules.cluster import evaluate_cluster
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
 
 
 class LaunchError(Exception):
@@ -40,9 +40,9 @@ class LaunchInfo:
     host_store: bool  # True: this process (rank 0) must serve the c10d TCPStore; False: connect as a client
     run_id: str = "none"
     restart_count: int = 0
-    job_id: Optional[str] = None
-    rank_hosts: list[Optional[str]] = field(default_factory=list)  # expected host of each rank (Slurm), else []
-    rank_nodes: list[Optional[int]] = field(default_factory=list)  # expected node index of each rank (Slurm), else []
+    job_id: str | None = None
+    rank_hosts: list[str | None] = field(default_factory=list)  # expected host of each rank (Slurm), else []
+    rank_nodes: list[int | None] = field(default_factory=list)  # expected node index of each rank (Slurm), else []
 
     @property
     def is_leader(self) -> bool:
@@ -50,7 +50,7 @@ class LaunchInfo:
         return self.local_rank == 0
 
 
-def _int(env: Mapping[str, str], name: str, default: Optional[int] = None) -> int:
+def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         if default is None:
@@ -130,7 +130,7 @@ def expand_tasks_per_node(text: str) -> list[int]:
     return out
 
 
-def detect(environ: Optional[Mapping[str, str]] = None) -> LaunchInfo:
+def detect(environ: Mapping[str, str] | None = None) -> LaunchInfo:
     """Read the launcher's variables. Raises LaunchError when neither torchrun's nor Slurm's are present."""
     env = os.environ if environ is None else environ
     if env.get("RANK") is not None and env.get("WORLD_SIZE") is not None:
@@ -164,12 +164,12 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
     tpn = expand_tasks_per_node(tpn_text) if tpn_text else []
     node_rank = _int(env, "SLURM_NODEID", 0)
     # srun's default block distribution: the first tpn[0] ranks on node 0, and so on.
-    rank_nodes: list[Optional[int]] = []
+    rank_nodes: list[int | None] = []
     for node, count in enumerate(tpn):
         rank_nodes += [node] * count
     if len(rank_nodes) != world:
         rank_nodes = []
-    rank_hosts: list[Optional[str]] = [hosts[n] if n is not None and n < len(hosts) else None for n in rank_nodes]
+    rank_hosts: list[str | None] = [hosts[n] if n is not None and n < len(hosts) else None for n in rank_nodes]
     addr = env.get("MASTER_ADDR") or (hosts[0] if hosts else None)
     if not addr:
         raise LaunchError("under Slurm: neither MASTER_ADDR nor SLURM_STEP_NODELIST/SLURM_JOB_NODELIST is set")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 
 def full_rounds(n: int) -> int:
@@ -34,7 +34,7 @@ def default_rounds(n: int) -> int:
     return min(full_rounds(n), max(3, math.ceil(math.log2(n))))
 
 
-def schedule(n: int, rounds: Optional[int] = None) -> list[list[tuple[int, int]]]:
+def schedule(n: int, rounds: int | None = None) -> list[list[tuple[int, int]]]:
     """Pairs of node indices 0..n-1 for each round (circle method), each pair (low, high).
 
     ``rounds`` defaults to :func:`default_rounds`; it is capped at :func:`full_rounds`.
@@ -42,7 +42,7 @@ def schedule(n: int, rounds: Optional[int] = None) -> list[list[tuple[int, int]]
     if n < 2:
         return []
     r = default_rounds(n) if rounds is None else min(max(rounds, 0), full_rounds(n))
-    slots: list[Optional[int]] = list(range(n)) + ([None] if n % 2 else [])
+    slots: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
     m = len(slots)
     out = []
     for _ in range(r):
@@ -56,8 +56,8 @@ def schedule(n: int, rounds: Optional[int] = None) -> list[list[tuple[int, int]]
     return out
 
 
-def attribute(pairs: Sequence[tuple[str, str, Optional[float]]], slow_fraction: float,
-              min_busbw: Optional[float] = None):
+def attribute(pairs: Sequence[tuple[str, str, float | None]], slow_fraction: float,
+              min_busbw: float | None = None):
     """Name slow nodes and slow links from pair results.
 
     ``pairs``: (node_a, node_b, busbw GB/s or None when the pair failed). The reference is

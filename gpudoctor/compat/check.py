@@ -14,7 +14,6 @@ per-row sources in rules/compat_*.toml.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from gpudoctor.compat import tables as T
 from gpudoctor.rules.versions import arch_covers, cc_tuple, vtuple
@@ -54,8 +53,8 @@ def mvc_caveat_text() -> str:
     return "; ".join(lims[k] for k in ("ptx-jit", "newer-driver-features") if k in lims)
 
 
-def runtime_vs_driver(cuda: Optional[str], driver: Optional[str] = None,
-                      driver_cuda: Optional[str] = None) -> Verdict:
+def runtime_vs_driver(cuda: str | None, driver: str | None = None,
+                      driver_cuda: str | None = None) -> Verdict:
     """Can a CUDA ``cuda`` runtime (torch.version.cuda) run on this driver?
 
     ``driver``: the driver version ("535.104.05"); ``driver_cuda``: the highest CUDA the driver
@@ -119,7 +118,7 @@ def runtime_vs_driver(cuda: Optional[str], driver: Optional[str] = None,
                    data={**data, "needs": tk.min_driver if tk else None, "mvc_floor": m.min_driver if m else None})
 
 
-def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: Optional[str] = None,
+def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
                arch_source: str = "torch.cuda.get_arch_list()", arch_status: str = "verified") -> Verdict:
     """Does a torch build with ``arch_list`` (sm_XY / compute_XY entries) have kernels for a GPU of
     compute capability ``cc``? native cubin (same major, minor <=) = pass; only PTX = caveat (JIT at
@@ -159,7 +158,7 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: Optional[str] = None,
                    evidence=[f"arch list ({arch_source}): {listed}"], sources=[guide], unverified=unverified, data=data)
 
 
-def driver_vs_gpu(driver: Optional[str], cc: Optional[str], gpu_name: Optional[str] = None) -> Verdict:
+def driver_vs_gpu(driver: str | None, cc: str | None, gpu_name: str | None = None) -> Verdict:
     """Is the driver new enough for a GPU of compute capability ``cc``? Derived rule: a driver older
     than the toolkit driver of the first CUDA release supporting ``cc`` predates the architecture."""
     check = "driver-vs-gpu"
@@ -182,12 +181,12 @@ def driver_vs_gpu(driver: Optional[str], cc: Optional[str], gpu_name: Optional[s
                    sources=list(row.sources) + list(tk.sources), unverified=unverified, data=data)
 
 
-def _local(version: Optional[str]) -> Optional[str]:
+def _local(version: str | None) -> str | None:
     return version.split("+", 1)[1] if version and "+" in version else None
 
 
-def companions(torch_version: Optional[str], torchvision: Optional[str] = None,
-               torchaudio: Optional[str] = None) -> list[Verdict]:
+def companions(torch_version: str | None, torchvision: str | None = None,
+               torchaudio: str | None = None) -> list[Verdict]:
     """torchvision / torchaudio versions against torch's (release pairs from the table; CUDA major of
     the local suffixes +cuXYZ must agree). Returns one Verdict per companion given."""
     out = []

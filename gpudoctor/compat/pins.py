@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
 from urllib.parse import unquote
 
 if sys.version_info >= (3, 11):
@@ -35,10 +34,10 @@ class TorchPin:
     """One torch build to check. ``variant``: 'cu124', 'cpu', 'rocm6.2' or None (PyPI default)."""
 
     version: str
-    variant: Optional[str] = None
+    variant: str | None = None
     origin: str = "--torch"
-    file: Optional[str] = None
-    line: Optional[int] = None
+    file: str | None = None
+    line: int | None = None
     companions: dict = field(default_factory=dict)   # torchvision / torchaudio -> version
 
     @property
@@ -50,13 +49,13 @@ class TorchPin:
         return f"torch {self.public}+{self.variant}" if self.variant else f"torch {self.public} (PyPI)"
 
 
-def variant_from_index(url: Optional[str]) -> Optional[str]:
+def variant_from_index(url: str | None) -> str | None:
     """'https://download.pytorch.org/whl/cu124' -> 'cu124'; other URLs -> None."""
     m = _INDEX.search(url or "")
     return m.group(1) if m else None
 
 
-def _split_local(version: str) -> tuple[str, Optional[str]]:
+def _split_local(version: str) -> tuple[str, str | None]:
     pub, _, local = version.partition("+")
     return pub, (local or None)
 
@@ -74,7 +73,7 @@ def parse_pin(text: str, origin: str = "--torch") -> TorchPin:
     return TorchPin(version=s, variant=local.lower() if local else None, origin=origin)
 
 
-def _check_variant(local: Optional[str], text: str, origin: str) -> None:
+def _check_variant(local: str | None, text: str, origin: str) -> None:
     """A '+cuXYZ' suffix must name a CUDA major that exists (10-13 today, from rules/compat_cuda.toml)."""
     m = re.fullmatch(r"cu(\d{2,3})", (local or "").lower())
     if not m:
@@ -170,7 +169,7 @@ def _pep508_list(items, where: str, state: dict, path: str) -> None:
             state["found"].append((req.name.lower(), _exact(req, f"{path} {where}"), path, None))
 
 
-def _poetry_version(spec, where: str) -> tuple[Optional[str], Optional[str]]:
+def _poetry_version(spec, where: str) -> tuple[str | None, str | None]:
     """(exact version, source name) of a Poetry dependency spec."""
     if isinstance(spec, list):
         for s in spec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from gpudoctor.rules import data
 from gpudoctor.rules.versions import cc_tuple, vtuple
@@ -35,8 +35,8 @@ def sources(file: str, keys) -> list[str]:
 class ToolkitRow:
     version: str            # "12.4"
     update: str             # "GA", "Update 1"
-    min_driver: Optional[str]
-    branch: Optional[str]
+    min_driver: str | None
+    branch: str | None
     status: str
     sources: tuple[str, ...]
     note: str = ""
@@ -50,7 +50,7 @@ class MvcRow:
     sources: tuple[str, ...]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def toolkits() -> tuple[ToolkitRow, ...]:
     rows = data.load("compat_cuda").get("toolkit", [])
     return tuple(ToolkitRow(version=r["version"], update=r.get("update", "GA"), min_driver=r.get("min_driver"),
@@ -59,7 +59,7 @@ def toolkits() -> tuple[ToolkitRow, ...]:
                  for r in rows)
 
 
-def minor_of(version: Optional[str]) -> Optional[tuple[int, int]]:
+def minor_of(version: str | None) -> tuple[int, int] | None:
     """'12.4.131' -> (12, 4); '12' -> (12, 0); None/garbage -> None."""
     t = vtuple(version)
     if not t:
@@ -73,14 +73,14 @@ def toolkit_rows(cuda: str) -> list[ToolkitRow]:
     return [r for r in toolkits() if minor_of(r.version) == m]
 
 
-def toolkit_min_driver(cuda: str) -> Optional[ToolkitRow]:
+def toolkit_min_driver(cuda: str) -> ToolkitRow | None:
     """The row with the lowest Linux x86_64 driver of the minor release ``cuda`` (GA, usually);
     None when the release has no driver row (unknown, or 13.4+ where only a branch is named)."""
     rows = [r for r in toolkit_rows(cuda) if r.min_driver]
     return min(rows, key=lambda r: vtuple(r.min_driver)) if rows else None
 
 
-def driver_max_cuda(driver: str) -> Optional[str]:
+def driver_max_cuda(driver: str) -> str | None:
     """Highest CUDA minor release ("12.2") whose toolkit driver is <= ``driver`` ("535.274.02").
 
     This is what the driver supports natively (nvidia-smi's "CUDA Version"), from the toolkit table.
@@ -98,14 +98,14 @@ def driver_max_cuda(driver: str) -> Optional[str]:
     return f"{best[0]}.{best[1]}" if best else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mvc() -> dict[int, MvcRow]:
     return {int(r["major"]): MvcRow(major=int(r["major"]), min_driver=r["min_driver"], status=r.get("status", "unverified"),
                                     sources=tuple(sources("compat_cuda", r.get("source", []))))
             for r in data.load("compat_cuda").get("mvc", [])}
 
 
-def mvc(major: int) -> Optional[MvcRow]:
+def mvc(major: int) -> MvcRow | None:
     """Minor-version-compatibility floor of a CUDA major (None below CUDA 11: no MVC)."""
     return _mvc().get(int(major))
 
@@ -138,8 +138,8 @@ class GpuModel:
 class CcRow:
     cc: str
     arch: str
-    first: Optional[str]
-    last: Optional[str]
+    first: str | None
+    last: str | None
     status: str
     sources: tuple[str, ...]
     note: str = ""
@@ -156,7 +156,7 @@ def normalize_gpu_name(name: str) -> str:
     return " ".join(words)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gpu_rows() -> tuple[tuple[str, dict], ...]:
     out = []
     for r in data.load("compat_gpus").get("gpu", []):
@@ -165,7 +165,7 @@ def _gpu_rows() -> tuple[tuple[str, dict], ...]:
     return tuple(out)
 
 
-def find_gpu(name: str) -> Optional[GpuModel]:
+def find_gpu(name: str) -> GpuModel | None:
     """The table's GPU model for ``name`` (an NVML/nvidia-smi name or a user spelling), or None.
 
     The longest alias whose words begin the normalized name wins, so 'RTX 6000 Ada Generation'
@@ -174,7 +174,7 @@ def find_gpu(name: str) -> Optional[GpuModel]:
     words = normalize_gpu_name(name).split()
     if not words:
         return None
-    best: Optional[tuple[int, str, dict]] = None
+    best: tuple[int, str, dict] | None = None
     for alias, row in _gpu_rows():
         aw = alias.split()
         if words[:len(aw)] == aw and (best is None or len(aw) > best[0]):
@@ -190,7 +190,7 @@ def gpu_models() -> list[dict]:
     return list(data.load("compat_gpus").get("gpu", []))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cc_rows() -> dict[tuple[int, int], CcRow]:
     out = {}
     for r in data.load("compat_gpus").get("cc", []):
@@ -200,7 +200,7 @@ def _cc_rows() -> dict[tuple[int, int], CcRow]:
     return out
 
 
-def cc_row(cc: str) -> Optional[CcRow]:
+def cc_row(cc: str) -> CcRow | None:
     return _cc_rows().get(cc_tuple(cc))
 
 
@@ -215,20 +215,20 @@ class TorchRelease:
     variants: tuple[str, ...]
     experimental: tuple[str, ...]
     unverified_variants: tuple[str, ...]
-    pypi_default: Optional[str]
+    pypi_default: str | None
     pypi_default_status: str
     cudnn: dict = field(hash=False, compare=False, default_factory=dict)
     nccl: dict = field(hash=False, compare=False, default_factory=dict)
     nccl_status: str = "unverified"
-    torchvision: Optional[str] = None
-    torchaudio: Optional[str] = None
+    torchvision: str | None = None
+    torchaudio: str | None = None
     python: str = ""
     status: str = "unverified"
     sources: tuple[str, ...] = ()
     note: str = ""
 
 
-def variant_cuda(variant: Optional[str]) -> Optional[str]:
+def variant_cuda(variant: str | None) -> str | None:
     """'cu124' -> '12.4', 'cu118' -> '11.8', 'cu102' -> '10.2', 'cu92' -> '9.2'; other -> None."""
     m = re.fullmatch(r"cu(\d{2,4})", (variant or "").strip().lower())
     if not m:
@@ -237,19 +237,19 @@ def variant_cuda(variant: Optional[str]) -> Optional[str]:
     return f"{int(d[:-1])}.{d[-1]}"
 
 
-def cuda_variant(cuda: Optional[str]) -> Optional[str]:
+def cuda_variant(cuda: str | None) -> str | None:
     """'12.4' / '12.4.131' -> 'cu124'; None -> None."""
     m = minor_of(cuda)
     return f"cu{m[0]}{m[1]}" if m else None
 
 
-def release_of(version: Optional[str]) -> Optional[str]:
+def release_of(version: str | None) -> str | None:
     """'2.5.1+cu124' -> '2.5'; '2.11.0a0+git' -> '2.11'."""
     m = minor_of(version)
     return f"{m[0]}.{m[1]}" if m else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _releases() -> dict[str, TorchRelease]:
     out = {}
     for r in data.load("compat_torch").get("release", []):
@@ -265,7 +265,7 @@ def _releases() -> dict[str, TorchRelease]:
     return out
 
 
-def torch_release(version: Optional[str]) -> Optional[TorchRelease]:
+def torch_release(version: str | None) -> TorchRelease | None:
     """The table row of a torch version ('2.5.1+cu124' -> the 2.5 row), or None when not in the table."""
     rel = release_of(version)
     return _releases().get(rel) if rel else None
@@ -290,7 +290,7 @@ def _sm(cc: str) -> str:
     return f"{t[0]}{t[1]}"
 
 
-def wheel_arch(version: Optional[str], variant: Optional[str]) -> Optional[WheelArch]:
+def wheel_arch(version: str | None, variant: str | None) -> WheelArch | None:
     """Arch list of the official Linux x86_64 wheel ``version`` + ``variant`` (cu126 ...), or None."""
     rel = release_of(version)
     if not rel or not variant:
@@ -307,7 +307,7 @@ def wheel_arch_rows() -> list[dict]:
     return list(data.load("compat_torch").get("wheel_arch", []))
 
 
-def torchaudio_stable_abi_since() -> Optional[str]:
+def torchaudio_stable_abi_since() -> str | None:
     return data.load("compat_torch").get("torchaudio_stable_abi", {}).get("since")
 
 
@@ -315,7 +315,7 @@ def torch_url(key: str) -> str:
     return sources("compat_torch", [key])[0]
 
 
-def suggest_variant(driver: Optional[str] = None, driver_cuda: Optional[str] = None) -> Optional[tuple[str, str, str]]:
+def suggest_variant(driver: str | None = None, driver_cuda: str | None = None) -> tuple[str, str, str] | None:
     """(release, variant, mode) of the newest table torch wheel that runs on this driver, where mode is
     "native" or "mvc" (minor-version compatibility); within a release a native variant is preferred.
     Experimental variants are skipped. None when no wheel fits or the driver is unknown."""

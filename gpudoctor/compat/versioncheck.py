@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 from xml.etree import ElementTree as ET
 
 from gpudoctor.compat import check as C
@@ -36,12 +35,12 @@ class Target:
     """Where the build must run: a driver and / or a GPU (model or compute capability)."""
 
     name: str
-    driver: Optional[str] = None
-    driver_cuda: Optional[str] = None
-    gpu: Optional[str] = None          # the model as given / reported
-    cc: Optional[str] = None
-    count: Optional[int] = None
-    segment: Optional[str] = None
+    driver: str | None = None
+    driver_cuda: str | None = None
+    gpu: str | None = None          # the model as given / reported
+    cc: str | None = None
+    count: int | None = None
+    segment: str | None = None
     notes: list = field(default_factory=list)
 
     def describe(self) -> str:
@@ -80,8 +79,8 @@ def parse_cc(text: str, where: str = "--cc") -> str:
     raise InputError(f"{where}: {text!r} is not a compute capability (e.g. 9.0 or sm_90)")
 
 
-def target_from(name: str, driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
-                count: Optional[int] = None, where: str = "") -> Target:
+def target_from(name: str, driver: str | None = None, gpu: str | None = None, cc: str | None = None,
+                count: int | None = None, where: str = "") -> Target:
     """Validate one target. Raises InputError for an unknown GPU model or a bad driver / cc."""
     t = Target(name=name, count=count)
     if driver is not None:
@@ -155,16 +154,16 @@ class Subject:
 
     label: str
     version: str
-    cuda: Optional[str]                # None = CPU-only (or ROCm)
-    variant: Optional[str]
+    cuda: str | None                # None = CPU-only (or ROCm)
+    variant: str | None
     arch_list: list = field(default_factory=list)
     arch_source: str = ""
     arch_status: str = "verified"
     companions: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     origin: str = ""
-    file: Optional[str] = None
-    line: Optional[int] = None
+    file: str | None = None
+    line: int | None = None
 
 
 def subject_from_pin(pin: TorchPin) -> Subject:
@@ -226,8 +225,8 @@ class Result:
     caveat: bool = False
     checks: list = field(default_factory=list)   # Verdicts
     notes: list = field(default_factory=list)
-    file: Optional[str] = None
-    line: Optional[int] = None
+    file: str | None = None
+    line: int | None = None
 
 
 def check(subject: Subject, target: Target, strict: bool = False) -> Result:
@@ -262,7 +261,7 @@ def check(subject: Subject, target: Target, strict: bool = False) -> Result:
                   notes=list(dict.fromkeys(notes)), file=subject.file, line=subject.line)
 
 
-def check_companions(subject: Subject, strict: bool = False) -> Optional[Result]:
+def check_companions(subject: Subject, strict: bool = False) -> Result | None:
     """torchvision / torchaudio pins (or installed versions) against torch; None when there are none."""
     if not subject.companions:
         return None

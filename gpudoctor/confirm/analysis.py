@@ -7,11 +7,20 @@ from __future__ import annotations
 
 import re
 import signal
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from gpudoctor.confirm.collectives import bandwidths, spread
-from gpudoctor.facts.model import (AllReduceResult, ConfirmDevice, CopyResult, DdpResult, RankMemory, RankStatus,
-                                   Stat, StepTimes)
+from gpudoctor.facts.model import (
+    AllReduceResult,
+    ConfirmDevice,
+    CopyResult,
+    DdpResult,
+    RankMemory,
+    RankStatus,
+    Stat,
+    StepTimes,
+)
 
 # Errors a rank raises because *another* rank died or hung: symptoms, not causes.
 PEER_SYMPTOM = re.compile(r"Connection closed by peer|remote worker|Connection reset|Broken pipe|"
@@ -29,7 +38,7 @@ def _quantile(sorted_vals: Sequence[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
-def stat(values: Iterable[float]) -> Optional[Stat]:
+def stat(values: Iterable[float]) -> Stat | None:
     """Median, min, max, quartiles and relative spread (max-min)/median; None for no values."""
     vals = sorted(float(v) for v in values)
     if not vals:
@@ -76,7 +85,7 @@ def devices(rank_results: dict[int, dict]) -> list[ConfirmDevice]:
             if rank_results[r].get("device")]
 
 
-def step_times(raw: dict, batch: int) -> Optional[StepTimes]:
+def step_times(raw: dict, batch: int) -> StepTimes | None:
     parts = {k: stat(raw.get(k) or []) for k in ("step_s", "forward_s", "backward_s", "optimizer_s")}
     if any(v is None for v in parts.values()):
         return None
@@ -97,7 +106,7 @@ def efficiency(tn: Stat, t1: Stat, n: int, global_batch: int, batch1: int) -> tu
     return e(tn.median, t1.median), e(tn.p75, t1.p25), e(tn.p25, t1.p75)
 
 
-def ddp_result(rank_results: dict[int, dict], world_size: int) -> Optional[DdpResult]:
+def ddp_result(rank_results: dict[int, dict], world_size: int) -> DdpResult | None:
     """Rank 0's DDP timings plus every rank's memory; E when a single-device baseline ran."""
     r0 = (rank_results.get(0) or {}).get("ddp")
     if not r0:
@@ -132,7 +141,7 @@ def ddp_result(rank_results: dict[int, dict], world_size: int) -> Optional[DdpRe
                      memory=memory)
 
 
-def attribute_loss(d: DdpResult) -> Optional[dict[str, Any]]:
+def attribute_loss(d: DdpResult) -> dict[str, Any] | None:
     """Split the time lost to scaling into communication and computation (checklist C8).
 
     With Tn the DDP step, Tn_nosync the same step without gradient all-reduce (DDP no_sync) and
@@ -170,7 +179,7 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def culprit(ranks: list[RankStatus], first_failed: Optional[int], killed: Sequence[int] = ()) -> Optional[int]:
+def culprit(ranks: list[RankStatus], first_failed: int | None, killed: Sequence[int] = ()) -> int | None:
     """The rank that caused a failure: one that died without recording an error (exit, crash, a kill
     that was not the launcher's clean-up in ``killed``), else one whose error is not a symptom of a
     lost peer, else the launcher's first failure."""
@@ -183,8 +192,8 @@ def culprit(ranks: list[RankStatus], first_failed: Optional[int], killed: Sequen
     return first_failed
 
 
-def run_message(status: str, ranks: list[RankStatus], timeout_s: float, culprit_rank: Optional[int],
-                port: Optional[int] = None) -> str:
+def run_message(status: str, ranks: list[RankStatus], timeout_s: float, culprit_rank: int | None,
+                port: int | None = None) -> str:
     """One sentence naming what failed or hung (which rank, which collective or phase)."""
     by = {r.rank: r for r in ranks}
     if status == "hung":

@@ -56,7 +56,7 @@ class BertMLM(nn.Module):
         return F.linear(h, self.word.weight, self.decoder_bias)
 
 
-def build(kind: str, config: dict, device) -> tuple[nn.Module, "callable"]:
+def build(kind: str, config: dict, device) -> tuple[nn.Module, callable]:
     """Build the model and its loss function ``loss_fn(model, ids, labels) -> scalar``.
 
     ``kind``: 'builtin' / 'tiny' (this module's BertMLM with ``config``) or 'hf'

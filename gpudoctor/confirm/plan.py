@@ -10,7 +10,7 @@ Sizes are bytes. ``MiB`` = 2**20 bytes (nccl-tests sizes are powers of two).
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
@@ -110,10 +110,10 @@ def auto_batch(free_bytes: float, seq: int) -> tuple[int, float]:
 
 
 def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
-              sizes: Optional[list[int]] = None, dtypes: Optional[list[str]] = None,
-              ar_warmup: Optional[int] = None, ar_iters: Optional[int] = None,
-              model: Optional[str] = None, batch: Optional[int] = None, seq: Optional[int] = None,
-              warmup_steps: Optional[int] = None, steps: Optional[int] = None,
+              sizes: list[int] | None = None, dtypes: list[str] | None = None,
+              ar_warmup: int | None = None, ar_iters: int | None = None,
+              model: str | None = None, batch: int | None = None, seq: int | None = None,
+              warmup_steps: int | None = None, steps: int | None = None,
               scaling: str = "weak", baseline: bool = True) -> dict[str, Any]:
     """The JSON plan of one run. ``nproc`` 0 = one process per GPU the target torch sees. ``model``: 'builtin' (BERT-base built with torch alone), 'hf'
     (transformers BertForMaskedLM(BertConfig())) or 'tiny' (the CPU default).
@@ -182,7 +182,7 @@ def retry_spec(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     return out
 
 
-def parse_fault(text: Optional[str], env: Optional[dict] = None) -> Optional[dict[str, Any]]:
+def parse_fault(text: str | None, env: dict | None = None) -> dict[str, Any] | None:
     """Decode the test-only ``GPUDOCTOR_CONFIRM_FAULT`` value; None when unset, malformed or
     disarmed by its ``unless=VAR`` clause (VAR set to a non-empty value in ``env``)."""
     if not text:

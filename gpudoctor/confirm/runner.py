@@ -21,9 +21,10 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import psutil
 
@@ -61,7 +62,7 @@ class Launch:
     run: ConfirmationRun
     result: dict = field(default_factory=dict)
     rank_results: dict[int, dict] = field(default_factory=dict)
-    world_size: Optional[int] = None
+    world_size: int | None = None
 
 
 def _package_dir(rundir: Path) -> Path:
@@ -76,7 +77,7 @@ def _package_dir(rundir: Path) -> Path:
     return pkg
 
 
-def _read_json(path: Path) -> Optional[dict]:
+def _read_json(path: Path) -> dict | None:
     try:
         with open(path) as fh:
             data = json.load(fh)
@@ -138,8 +139,8 @@ def reap(run_id: str, wait_s: float = 1.0) -> int:
     return killed
 
 
-def launch(spec: dict, python: str, *, name: str = "main", env_extra: Optional[dict[str, str]] = None,
-           on_progress: Optional[ProgressFn] = None, keep_logs: bool = False) -> Launch:
+def launch(spec: dict, python: str, *, name: str = "main", env_extra: dict[str, str] | None = None,
+           on_progress: ProgressFn | None = None, keep_logs: bool = False) -> Launch:
     """Run the worker once with ``spec`` in interpreter ``python``; never raises for a failing run.
 
     The run's deadline is ``spec['timeout_s']`` from now (torch import included). Logs stay in a
@@ -187,7 +188,7 @@ def launch(spec: dict, python: str, *, name: str = "main", env_extra: Optional[d
     return launched
 
 
-def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: Optional[dict[str, str]] = None,
+def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: dict[str, str] | None = None,
             cmd=None, seconds: float = 0.0, orphans: int = 0, keep_logs: bool = True) -> Launch:
     """Read what a launch left in ``rundir`` (result.json, state/result/log files per rank) into a Launch.
 
@@ -236,9 +237,9 @@ def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: Optional
     return Launch(run=run, result=result, rank_results=rank_results, world_size=world)
 
 
-def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: Optional[list[str]] = None,
-            timeout_s: float = 120.0, retry_timeout_s: float = 45.0, retry_transports: Optional[bool] = None,
-            on_progress: Optional[ProgressFn] = None, keep_logs: bool = False, **plan: Any) -> ConfirmationFacts:
+def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: list[str] | None = None,
+            timeout_s: float = 120.0, retry_timeout_s: float = 45.0, retry_transports: bool | None = None,
+            on_progress: ProgressFn | None = None, keep_logs: bool = False, **plan: Any) -> ConfirmationFacts:
     """Run the confirmation runs and return their facts (never raises for a failing run).
 
     ``tasks``: subset of copy/allreduce/ddp (default all). ``plan``: extra :func:`make_spec` options
@@ -280,7 +281,7 @@ def facts_from(main: Launch, spec: dict, python: str) -> ConfirmationFacts:
         copies=analysis.copy_results(rr), ddp=analysis.ddp_result(rr, world) if world else None, runs=[main.run])
 
 
-def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: Optional[ProgressFn] = None,
+def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: ProgressFn | None = None,
              **kwargs: Any) -> ConfirmationFacts:
     """The confirmation runs of `gpudoctor scan`: on every GPU torch sees, after the probes.
 

@@ -34,8 +34,17 @@ import time
 import traceback
 
 from gpudoctor.confirm.collectives import time_allreduce
-from gpudoctor.confirm.plan import (AUTO_BATCHES, AUTO_MAX_TOKENS, AUTO_MEMORY_FRACTION, BERT_BASE_BYTES_PER_TOKEN,
-                                    BERT_BASE_FIXED_BYTES, FAULT_ENV, auto_batch, fmt_size, parse_fault)
+from gpudoctor.confirm.plan import (
+    AUTO_BATCHES,
+    AUTO_MAX_TOKENS,
+    AUTO_MEMORY_FRACTION,
+    BERT_BASE_BYTES_PER_TOKEN,
+    BERT_BASE_FIXED_BYTES,
+    FAULT_ENV,
+    auto_batch,
+    fmt_size,
+    parse_fault,
+)
 
 NCCL_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 EXACT_LIMIT = {"bfloat16": 256, "float16": 2048, "float32": 2 ** 24}  # largest integer each dtype holds exactly

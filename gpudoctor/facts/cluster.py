@@ -7,7 +7,7 @@ Nodes are told apart by node rank *and* hostname (two agents may share a host); 
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,18 +22,18 @@ class NodeEntry(BaseModel):
     """One node of the job: its identity, what became of it, and its own scan."""
 
     label: str = Field(description="node<rank>@<hostname>, the name used in findings")
-    node_rank: Optional[int] = Field(None, description="torchrun GROUP_RANK / Slurm SLURM_NODEID; None = never known")
-    hostname: Optional[str] = Field(None, description="as the node reported it, or as expected from the launcher")
+    node_rank: int | None = Field(None, description="torchrun GROUP_RANK / Slurm SLURM_NODEID; None = never known")
+    hostname: str | None = Field(None, description="as the node reported it, or as expected from the launcher")
     ranks: list[int] = Field(default_factory=list, description="global ranks of the processes on this node")
     status: NodeStatus
-    detail: Optional[str] = Field(None, description="for missing/hung nodes: what was seen and for how long")
-    last_phase: Optional[str] = Field(None, description="the last phase the node announced (join, scan, confirm, ...)")
-    report: Optional[Report] = Field(None, description="the node's own scan (snapshot, findings, outcomes)")
-    scan_s: Optional[float] = Field(None, description="wall time of the node's scan, s")
-    clock_offset_ms: Optional[float] = Field(
+    detail: str | None = Field(None, description="for missing/hung nodes: what was seen and for how long")
+    last_phase: str | None = Field(None, description="the last phase the node announced (join, scan, confirm, ...)")
+    report: Report | None = Field(None, description="the node's own scan (snapshot, findings, outcomes)")
+    scan_s: float | None = Field(None, description="wall time of the node's scan, s")
+    clock_offset_ms: float | None = Field(
         None, description="this node's wall clock minus rank 0's, ms (midpoint of the fastest ping-pong)")
-    clock_uncertainty_ms: Optional[float] = Field(None, description="half the round trip of that ping-pong, ms")
-    cuda_devices: Optional[int] = Field(None, description="torch.cuda.device_count() in the agent process")
+    clock_uncertainty_ms: float | None = Field(None, description="half the round trip of that ping-pong, ms")
+    cuda_devices: int | None = Field(None, description="torch.cuda.device_count() in the agent process")
 
 
 class DifferingFinding(BaseModel):
@@ -42,7 +42,7 @@ class DifferingFinding(BaseModel):
     rule_id: str
     severity: str
     title: str
-    subject: Optional[str] = None
+    subject: str | None = None
     nodes_with: list[str] = Field(description="labels of the nodes that have it")
     nodes_without: list[str] = Field(description="labels of the reported nodes that do not")
     evidence: dict[str, list[str]] = Field(default_factory=dict, description="label -> that node's evidence lines")
@@ -54,7 +54,7 @@ class CommonFinding(BaseModel):
     rule_id: str
     severity: str
     title: str
-    subject: Optional[str] = None
+    subject: str | None = None
 
 
 class AllReduceResult(BaseModel):
@@ -69,10 +69,10 @@ class AllReduceResult(BaseModel):
     iters: int
     warmup: int
     seconds: dict[str, float] = Field(default_factory=dict, description="median/min/max/rel_spread of one call, s")
-    algbw_gbs: Optional[float] = Field(None, description="from the median time, GB/s")
-    busbw_gbs: Optional[float] = Field(None, description="from the median time, GB/s")
-    correct: Optional[bool] = Field(None, description="a check all-reduce summed to the expected value everywhere")
-    error: Optional[str] = None
+    algbw_gbs: float | None = Field(None, description="from the median time, GB/s")
+    busbw_gbs: float | None = Field(None, description="from the median time, GB/s")
+    correct: bool | None = Field(None, description="a check all-reduce summed to the expected value everywhere")
+    error: str | None = None
 
 
 class PairResult(BaseModel):
@@ -82,11 +82,11 @@ class PairResult(BaseModel):
     a: str = Field(description="label of the first node")
     b: str = Field(description="label of the second node")
     size_bytes: int
-    seconds_median: Optional[float] = Field(None, description="slower of the two sides' median time per call, s")
-    algbw_gbs: Optional[float] = None
-    busbw_gbs: Optional[float] = Field(None, description="2-rank all-reduce busbw = algbw (factor 2(n-1)/n = 1)")
+    seconds_median: float | None = Field(None, description="slower of the two sides' median time per call, s")
+    algbw_gbs: float | None = None
+    busbw_gbs: float | None = Field(None, description="2-rank all-reduce busbw = algbw (factor 2(n-1)/n = 1)")
     slow: bool = False
-    error: Optional[str] = None
+    error: str | None = None
 
 
 class PairwiseResult(BaseModel):
@@ -94,14 +94,14 @@ class PairwiseResult(BaseModel):
 
     rounds: int
     nodes: int
-    reference_busbw_gbs: Optional[float] = Field(None, description="median over nodes of each node's best pair busbw, GB/s")
+    reference_busbw_gbs: float | None = Field(None, description="median over nodes of each node's best pair busbw, GB/s")
     slow_fraction: float = Field(description="a pair is slow below this fraction of reference_busbw_gbs")
     pairs: list[PairResult] = Field(default_factory=list)
     slow_nodes: list[str] = Field(default_factory=list, description="nodes whose pairs are all slow")
     slow_links: list[list[str]] = Field(default_factory=list, description="slow pairs not explained by a slow node")
     unattributed: list[list[str]] = Field(default_factory=list,
                                           description="slow pairs where too few other pairs exist to tell which end")
-    seconds: Optional[float] = Field(None, description="wall time of all rounds, s")
+    seconds: float | None = Field(None, description="wall time of all rounds, s")
 
 
 class ClusterSummary(BaseModel):
@@ -123,9 +123,9 @@ class LaunchSummary(BaseModel):
     master_addr: str
     master_port: int
     run_id: str
-    backend: Optional[str] = Field(None, description="gloo, or cpu:gloo,cuda:nccl")
+    backend: str | None = Field(None, description="gloo, or cpu:gloo,cuda:nccl")
     cpu_only: bool = False
-    backend_note: Optional[str] = Field(None, description="why GPU runs were skipped without --cpu, if they were")
+    backend_note: str | None = Field(None, description="why GPU runs were skipped without --cpu, if they were")
 
 
 class ClusterReport(BaseModel):
@@ -141,8 +141,8 @@ class ClusterReport(BaseModel):
     outcomes: list[RuleOutcome] = Field(default_factory=list, description="how each CLU rule ended")
     differing: list[DifferingFinding] = Field(default_factory=list)
     common: list[CommonFinding] = Field(default_factory=list)
-    allreduce: Optional[AllReduceResult] = None
-    pairwise: Optional[PairwiseResult] = None
+    allreduce: AllReduceResult | None = None
+    pairwise: PairwiseResult | None = None
     phase_seconds: dict[str, float] = Field(default_factory=dict, description="wall time of each phase on rank 0, s")
-    duration_s: Optional[float] = None
+    duration_s: float | None = None
     summary: ClusterSummary

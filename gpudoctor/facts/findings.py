@@ -1,7 +1,7 @@
 """Findings, per-rule outcomes and the report document (snapshot + findings)."""
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +18,7 @@ class Finding(BaseModel):
     severity: Severity
     area: str
     title: str
-    subject: Optional[str] = Field(None, description="what it is about, e.g. 'GPU 0' or 'NCCL_ALGO'")
+    subject: str | None = Field(None, description="what it is about, e.g. 'GPU 0' or 'NCCL_ALGO'")
     evidence: list[str] = Field(description="the facts, with units, that make the rule fire")
     remedy: str
     sources: list[str] = Field(description="vendor documentation URL(s) and checklist ids the rule rests on")
@@ -31,9 +31,9 @@ class RuleOutcome(BaseModel):
     rule_id: str
     area: str
     title: str
-    check: Optional[str] = Field(None, description="the healthy state the rule checks for, e.g. 'MIG disabled'")
+    check: str | None = Field(None, description="the healthy state the rule checks for, e.g. 'MIG disabled'")
     status: Literal["pass", "fail", "not_assessed", "not_applicable"]
-    reason: Optional[str] = None
+    reason: str | None = None
 
 
 class Summary(BaseModel):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+
 from pydantic import ValidationError
 
 from gpudoctor.facts.model import SCHEMA_VERSION, Snapshot

@@ -13,7 +13,7 @@ major version.
 """
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,110 +37,110 @@ class ProbeError(_Model):
 
 class HostFacts(_Model):
     source: str = "platform, /etc/os-release, /proc/1/cgroup, /sys/class/dmi/id, /proc/cpuinfo"
-    hostname: Optional[str] = None
-    os_name: Optional[str] = Field(None, description="PRETTY_NAME from /etc/os-release")
-    kernel: Optional[str] = None
-    arch: Optional[str] = None
-    python_version: Optional[str] = Field(None, description="of the interpreter running gpudoctor")
-    python_executable: Optional[str] = None
-    container: Optional[str] = Field(None, description="docker, podman, kubernetes, lxc, ... or None on bare metal / VM")
-    virtualization: Optional[str] = Field(None, description="hypervisor vendor (e.g. KVM) or None when none was detected")
+    hostname: str | None = None
+    os_name: str | None = Field(None, description="PRETTY_NAME from /etc/os-release")
+    kernel: str | None = None
+    arch: str | None = None
+    python_version: str | None = Field(None, description="of the interpreter running gpudoctor")
+    python_executable: str | None = None
+    container: str | None = Field(None, description="docker, podman, kubernetes, lxc, ... or None on bare metal / VM")
+    virtualization: str | None = Field(None, description="hypervisor vendor (e.g. KVM) or None when none was detected")
 
 
 class CpuFacts(_Model):
     source: str = "psutil, os.sched_getaffinity, cgroup cpu.max / cpu.cfs_quota_us, /proc/cpuinfo, py-cpuinfo"
-    model: Optional[str] = None
-    sockets: Optional[int] = None
-    physical_cores: Optional[int] = None
-    logical_cores: Optional[int] = None
-    affinity_cores: Optional[int] = Field(None, description="logical CPUs in this process's affinity mask")
-    cgroup_quota_cores: Optional[float] = Field(None, description="CPU quota of the cgroup in cores; None = no quota")
-    usable_cores: Optional[float] = Field(None, description="min(affinity, cgroup quota): cores this process may really use")
-    numa_nodes: Optional[int] = None
-    flags_count: Optional[int] = Field(None, description="number of CPU feature flags (py-cpuinfo)")
+    model: str | None = None
+    sockets: int | None = None
+    physical_cores: int | None = None
+    logical_cores: int | None = None
+    affinity_cores: int | None = Field(None, description="logical CPUs in this process's affinity mask")
+    cgroup_quota_cores: float | None = Field(None, description="CPU quota of the cgroup in cores; None = no quota")
+    usable_cores: float | None = Field(None, description="min(affinity, cgroup quota): cores this process may really use")
+    numa_nodes: int | None = None
+    flags_count: int | None = Field(None, description="number of CPU feature flags (py-cpuinfo)")
 
 
 class MemoryFacts(_Model):
     source: str = "psutil, cgroup memory.max / memory.limit_in_bytes, statvfs(/dev/shm), getrlimit"
-    total_bytes: Optional[int] = None
-    available_bytes: Optional[int] = None
-    cgroup_limit_bytes: Optional[int] = Field(None, description="None = no cgroup memory limit")
+    total_bytes: int | None = None
+    available_bytes: int | None = None
+    cgroup_limit_bytes: int | None = Field(None, description="None = no cgroup memory limit")
     shm_path: str = "/dev/shm"
-    shm_total_bytes: Optional[int] = None
-    shm_free_bytes: Optional[int] = None
-    nofile_soft: Union[int, Unlimited, None] = None
-    nofile_hard: Union[int, Unlimited, None] = None
-    memlock_soft_bytes: Union[int, Unlimited, None] = None
-    memlock_hard_bytes: Union[int, Unlimited, None] = None
+    shm_total_bytes: int | None = None
+    shm_free_bytes: int | None = None
+    nofile_soft: int | Unlimited | None = None
+    nofile_hard: int | Unlimited | None = None
+    memlock_soft_bytes: int | Unlimited | None = None
+    memlock_hard_bytes: int | Unlimited | None = None
 
 
 class StorageFacts(_Model):
     source: str = "psutil.disk_partitions, os.statvfs, /sys/block/*/queue/rotational"
     path: str
-    mount_point: Optional[str] = None
-    fs_type: Optional[str] = None
-    device: Optional[str] = None
-    block_device: Optional[str] = Field(None, description="the whole disk under the mount (e.g. nvme0n1, vda)")
-    rotational: Optional[bool] = Field(None, description="sysfs queue/rotational of the block device")
-    virtual_disk: Optional[bool] = Field(None, description="virtio/xen disk: the rotational flag means nothing there")
-    total_bytes: Optional[int] = None
-    free_bytes: Optional[int] = None
+    mount_point: str | None = None
+    fs_type: str | None = None
+    device: str | None = None
+    block_device: str | None = Field(None, description="the whole disk under the mount (e.g. nvme0n1, vda)")
+    rotational: bool | None = Field(None, description="sysfs queue/rotational of the block device")
+    virtual_disk: bool | None = Field(None, description="virtio/xen disk: the rotational flag means nothing there")
+    total_bytes: int | None = None
+    free_bytes: int | None = None
 
 
 class GpuProcess(_Model):
     pid: int
-    name: Optional[str] = None
-    used_memory_bytes: Optional[int] = None
+    name: str | None = None
+    used_memory_bytes: int | None = None
     kind: Literal["compute", "graphics"] = "compute"
 
 
 class NvLinkState(_Model):
     link: int
     active: bool
-    version: Optional[int] = Field(None, description="NVML nvmlNvlinkVersion_t value, not the generation: 4 = NVLink "
+    version: int | None = Field(None, description="NVML nvmlNvlinkVersion_t value, not the generation: 4 = NVLink "
                                    "3.0, 6 = 4.0, 7 = 5.0 (gpudoctor.facts.topology.nvlink_generation)")
-    speed_gbps: Optional[float] = Field(None, description="per-link speed in GB/s as `nvidia-smi nvlink -s` prints it")
+    speed_gbps: float | None = Field(None, description="per-link speed in GB/s as `nvidia-smi nvlink -s` prints it")
 
 
 class GpuFacts(_Model):
     """One GPU as NVML sees it (plus sysfs NUMA node)."""
 
     index: int
-    name: Optional[str] = None
-    uuid: Optional[str] = None
-    pci_bus_id: Optional[str] = None
-    compute_capability: Optional[str] = Field(None, description="major.minor, e.g. '9.0'")
-    memory_total_bytes: Optional[int] = None
-    memory_used_bytes: Optional[int] = None
-    temperature_c: Optional[int] = None
-    temperature_slowdown_c: Optional[int] = None
-    temperature_shutdown_c: Optional[int] = None
-    power_draw_w: Optional[float] = None
-    power_limit_w: Optional[float] = Field(None, description="enforced power limit")
-    power_default_limit_w: Optional[float] = None
-    pcie_gen_current: Optional[int] = None
-    pcie_gen_max: Optional[int] = Field(None, description="max of GPU and system (NVML MaxPcieLinkGeneration)")
-    pcie_gen_gpu_max: Optional[int] = Field(None, description="max the GPU itself supports")
-    pcie_width_current: Optional[int] = None
-    pcie_width_max: Optional[int] = None
-    pcie_replay_counter: Optional[int] = None
-    utilization_gpu_pct: Optional[int] = None
-    pstate: Optional[int] = Field(None, description="performance state, 0 = P0 (max)")
-    clock_event_reasons_mask: Optional[int] = None
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    compute_capability: str | None = Field(None, description="major.minor, e.g. '9.0'")
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    temperature_c: int | None = None
+    temperature_slowdown_c: int | None = None
+    temperature_shutdown_c: int | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = Field(None, description="enforced power limit")
+    power_default_limit_w: float | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = Field(None, description="max of GPU and system (NVML MaxPcieLinkGeneration)")
+    pcie_gen_gpu_max: int | None = Field(None, description="max the GPU itself supports")
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    pcie_replay_counter: int | None = None
+    utilization_gpu_pct: int | None = None
+    pstate: int | None = Field(None, description="performance state, 0 = P0 (max)")
+    clock_event_reasons_mask: int | None = None
     clock_event_reasons: list[str] = Field(default_factory=list, description="decoded names of the active reasons")
-    persistence_mode: Optional[bool] = None
-    compute_mode: Optional[str] = Field(None, description="Default, Exclusive_Thread, Prohibited, Exclusive_Process")
-    mig_mode_current: Optional[bool] = None
-    mig_mode_pending: Optional[bool] = None
-    ecc_mode_current: Optional[bool] = None
-    ecc_uncorrected_volatile: Optional[int] = None
-    ecc_uncorrected_aggregate: Optional[int] = None
-    remapped_rows_correctable: Optional[int] = None
-    remapped_rows_uncorrectable: Optional[int] = None
-    remapped_rows_pending: Optional[bool] = None
-    remapped_rows_failure: Optional[bool] = None
+    persistence_mode: bool | None = None
+    compute_mode: str | None = Field(None, description="Default, Exclusive_Thread, Prohibited, Exclusive_Process")
+    mig_mode_current: bool | None = None
+    mig_mode_pending: bool | None = None
+    ecc_mode_current: bool | None = None
+    ecc_uncorrected_volatile: int | None = None
+    ecc_uncorrected_aggregate: int | None = None
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
     processes: list[GpuProcess] = Field(default_factory=list)
-    numa_node: Optional[int] = Field(None, description="NVML NUMA node, else sysfs numa_node; None when neither knows (-1)")
+    numa_node: int | None = Field(None, description="NVML NUMA node, else sysfs numa_node; None when neither knows (-1)")
     nvlinks: list[NvLinkState] = Field(default_factory=list)
     unsupported: list[str] = Field(default_factory=list, description="queries NVML answered 'Not Supported'")
     errors: dict[str, str] = Field(default_factory=dict, description="queries that failed, with NVML's message")
@@ -149,49 +149,49 @@ class GpuFacts(_Model):
 class NvmlFacts(_Model):
     source: str = "NVML (nvidia-ml-py), in an isolated subprocess; sysfs for NUMA fallback"
     available: bool = False
-    error: Optional[str] = Field(None, description="why NVML is unusable (no driver, library missing, init failed)")
-    driver_version: Optional[str] = None
-    cuda_driver_version: Optional[str] = Field(None, description="highest CUDA the driver supports, e.g. '13.0'")
-    nvml_version: Optional[str] = None
+    error: str | None = Field(None, description="why NVML is unusable (no driver, library missing, init failed)")
+    driver_version: str | None = None
+    cuda_driver_version: str | None = Field(None, description="highest CUDA the driver supports, e.g. '13.0'")
+    nvml_version: str | None = None
     gpu_count: int = 0
     gpus: list[GpuFacts] = Field(default_factory=list)
-    kernel_module: Optional[str] = Field(None, description="first line of /proc/driver/nvidia/version")
+    kernel_module: str | None = Field(None, description="first line of /proc/driver/nvidia/version")
     fabric_states: dict[int, str] = Field(default_factory=dict, description="GPU index -> NVSwitch fabric state "
                                           "(nvidia-smi -q 'Fabric State': In Progress / Completed); N/A omitted")
 
 
 class TorchDevice(_Model):
     index: int
-    name: Optional[str] = None
-    capability: Optional[str] = None
-    total_memory_bytes: Optional[int] = None
+    name: str | None = None
+    capability: str | None = None
+    total_memory_bytes: int | None = None
 
 
 class TorchFacts(_Model):
     source: str = "a subprocess of the target interpreter importing torch"
     interpreter: str
-    interpreter_version: Optional[str] = None
+    interpreter_version: str | None = None
     installed: bool = False
-    version: Optional[str] = None
-    cuda: Optional[str] = Field(None, description="torch.version.cuda; None on a CPU-only build")
-    hip: Optional[str] = None
-    cudnn_version: Optional[int] = None
-    nccl_version: Optional[str] = None
+    version: str | None = None
+    cuda: str | None = Field(None, description="torch.version.cuda; None on a CPU-only build")
+    hip: str | None = None
+    cudnn_version: int | None = None
+    nccl_version: str | None = None
     arch_list: list[str] = Field(default_factory=list)
-    cuda_available: Optional[bool] = None
-    cuda_error: Optional[str] = Field(None, description="warning or error text from CUDA initialisation")
-    device_count: Optional[int] = None
+    cuda_available: bool | None = None
+    cuda_error: str | None = Field(None, description="warning or error text from CUDA initialisation")
+    device_count: int | None = None
     devices: list[TorchDevice] = Field(default_factory=list)
-    bf16_supported: Optional[bool] = None
-    torchvision_version: Optional[str] = None
-    torchvision_error: Optional[str] = None
-    torchaudio_version: Optional[str] = None
-    cuda_home: Optional[str] = None
-    nvcc_version: Optional[str] = None
-    import_seconds: Optional[float] = None
-    cuda_init_seconds: Optional[float] = Field(None, description="torch.cuda.is_available() + device_count(), s")
-    properties_seconds: Optional[float] = Field(None, description="get_device_properties for every device, s")
-    error: Optional[str] = Field(None, description="import failure, when torch is present but cannot be imported")
+    bf16_supported: bool | None = None
+    torchvision_version: str | None = None
+    torchvision_error: str | None = None
+    torchaudio_version: str | None = None
+    cuda_home: str | None = None
+    nvcc_version: str | None = None
+    import_seconds: float | None = None
+    cuda_init_seconds: float | None = Field(None, description="torch.cuda.is_available() + device_count(), s")
+    properties_seconds: float | None = Field(None, description="get_device_properties for every device, s")
+    error: str | None = Field(None, description="import failure, when torch is present but cannot be imported")
 
 
 class EnvFacts(_Model):
@@ -206,10 +206,10 @@ class TopoDeviceInfo(_Model):
 
     name: str = Field(description="the matrix label: GPU0, NIC0, or a device name (mlx5_0) in old formats")
     kind: Literal["gpu", "nic"]
-    nic_name: Optional[str] = Field(None, description="NIC device name from the NIC Legend (mlx5_0) or the label")
-    cpu_affinity: Optional[str] = Field(None, description="CPU list, e.g. '0-23,48-71'; None = not shown / N/A")
-    numa_affinity: Optional[str] = Field(None, description="NUMA node(s) of the CPUs close to it; None = N/A")
-    gpu_numa_id: Optional[str] = Field(None, description="the GPU's own NUMA node (Grace/C2C systems); None = N/A")
+    nic_name: str | None = Field(None, description="NIC device name from the NIC Legend (mlx5_0) or the label")
+    cpu_affinity: str | None = Field(None, description="CPU list, e.g. '0-23,48-71'; None = not shown / N/A")
+    numa_affinity: str | None = Field(None, description="NUMA node(s) of the CPUs close to it; None = N/A")
+    gpu_numa_id: str | None = Field(None, description="the GPU's own NUMA node (Grace/C2C systems); None = N/A")
 
 
 class TopoMatrix(_Model):
@@ -217,7 +217,7 @@ class TopoMatrix(_Model):
 
     source: str = "nvidia-smi topo -m"
     devices: list[str] = Field(description="column (and row) labels in order")
-    matrix: list[list[Optional[str]]] = Field(
+    matrix: list[list[str | None]] = Field(
         description="relation of devices[i] to devices[j]: X, NV#, PIX, PXB, PHB, NODE, SYS; None = row not captured")
     info: dict[str, TopoDeviceInfo] = Field(default_factory=dict)
     columns: list[str] = Field(default_factory=list, description="the columns after the matrix (CPU Affinity, ...)")
@@ -234,7 +234,7 @@ class TopoMatrix(_Model):
     def nics(self) -> list[str]:
         return [d for d in self.devices if self.info[d].kind == "nic"]
 
-    def rel(self, a: str, b: str) -> Optional[str]:
+    def rel(self, a: str, b: str) -> str | None:
         """The relation between labels ``a`` and ``b`` (from either row); None when neither row was captured."""
         if a == b:
             return "X"
@@ -247,20 +247,20 @@ class PcieDevice(_Model):
 
     bdf: str = Field(description="domain:bus:device.function, e.g. 0000:17:00.0")
     kind: Literal["gpu", "nic", "bridge", "other"] = "other"
-    name: Optional[str] = Field(None, description="lspci description, or the PCI class code from sysfs")
-    class_code: Optional[str] = None
-    driver: Optional[str] = None
-    numa_node: Optional[int] = None
-    link_speed_gts: Optional[float] = Field(None, description="current (negotiated) link speed, GT/s per lane")
-    link_speed_max_gts: Optional[float] = Field(None, description="link speed capability, GT/s per lane")
-    link_width: Optional[int] = Field(None, description="current (negotiated) link width, lanes")
-    link_width_max: Optional[int] = None
-    downgraded: Optional[bool] = Field(None, description="lspci marked LnkSta '(downgraded)'")
-    acs_ctl: Optional[dict[str, bool]] = Field(None, description="ACS control flags (SrcValid, ReqRedir, ...)")
-    acs_cap: Optional[dict[str, bool]] = None
+    name: str | None = Field(None, description="lspci description, or the PCI class code from sysfs")
+    class_code: str | None = None
+    driver: str | None = None
+    numa_node: int | None = None
+    link_speed_gts: float | None = Field(None, description="current (negotiated) link speed, GT/s per lane")
+    link_speed_max_gts: float | None = Field(None, description="link speed capability, GT/s per lane")
+    link_width: int | None = Field(None, description="current (negotiated) link width, lanes")
+    link_width_max: int | None = None
+    downgraded: bool | None = Field(None, description="lspci marked LnkSta '(downgraded)'")
+    acs_ctl: dict[str, bool] | None = Field(None, description="ACS control flags (SrcValid, ReqRedir, ...)")
+    acs_cap: dict[str, bool] | None = None
     acs_state: Literal["enabled", "disabled", "absent", "needs_root", "unknown"] = Field(
         "unknown", description="ACS redirect state: enabled = ReqRedir+ or CmpltRedir+ in ACSCtl")
-    iommu_group: Optional[int] = None
+    iommu_group: int | None = None
     source: str = "sysfs"
 
 
@@ -270,7 +270,7 @@ class PciePath(_Model):
     label: str = Field(description="GPU index as 'GPU0', or the NIC device name")
     bdf: str
     hops: list[str] = Field(description="BDFs from the device itself up to the root port")
-    root_complex: Optional[str] = Field(None, description="the host bridge the root port sits under, e.g. pci0000:00")
+    root_complex: str | None = Field(None, description="the host bridge the root port sits under, e.g. pci0000:00")
 
 
 class NvmlPair(_Model):
@@ -278,7 +278,7 @@ class NvmlPair(_Model):
 
     a: int
     b: int
-    common_ancestor: Optional[str] = Field(None, description="as topo -m writes it: PIX, PXB, PHB, NODE, SYS, (X)")
+    common_ancestor: str | None = Field(None, description="as topo -m writes it: PIX, PXB, PHB, NODE, SYS, (X)")
     p2p: dict[str, str] = Field(default_factory=dict,
                                 description="read/write/nvlink/atomics/pci -> OK, CNS, GNS, TNS, DISABLED, NS, U")
     errors: dict[str, str] = Field(default_factory=dict)
@@ -288,11 +288,11 @@ class NvLinkDetail(_Model):
     gpu: int
     link: int
     active: bool
-    version: Optional[int] = Field(None, description="NVML nvmlNvlinkVersion_t value (6 = NVLink 4.0), as NvLinkState")
-    remote_type: Optional[str] = Field(None, description="gpu, switch, ibmnpu, unknown")
-    remote_bus_id: Optional[str] = None
+    version: int | None = Field(None, description="NVML nvmlNvlinkVersion_t value (6 = NVLink 4.0), as NvLinkState")
+    remote_type: str | None = Field(None, description="gpu, switch, ibmnpu, unknown")
+    remote_bus_id: str | None = None
     errors: dict[str, int] = Field(default_factory=dict, description="replay, recovery, crc_flit, crc_data counters")
-    errors_after: Optional[dict[str, int]] = Field(
+    errors_after: dict[str, int] | None = Field(
         None, description="the same counters re-read after the confirmation runs loaded the links (None: not re-read)")
 
 
@@ -301,19 +301,19 @@ class FabricInfo(_Model):
 
     gpu: int
     state: Literal["not_supported", "not_started", "in_progress", "completed", "unknown"]
-    status: Optional[str] = Field(None, description="NVML return code name; meaningful only when state is completed")
-    clique_id: Optional[int] = None
-    cluster_uuid: Optional[str] = None
-    health_mask: Optional[int] = None
-    health_summary: Optional[str] = None
-    struct_version: Optional[int] = Field(None, description="the nvmlGpuFabricInfo struct version used (2 or 3)")
+    status: str | None = Field(None, description="NVML return code name; meaningful only when state is completed")
+    clique_id: int | None = None
+    cluster_uuid: str | None = None
+    health_mask: int | None = None
+    health_summary: str | None = None
+    struct_version: int | None = Field(None, description="the nvmlGpuFabricInfo struct version used (2 or 3)")
 
 
 class IommuFacts(_Model):
     source: str = "/sys/kernel/iommu_groups, /sys/bus/pci/devices/*/iommu_group/type, /proc/cmdline"
-    enabled: Optional[bool] = Field(None, description="True when IOMMU groups exist")
+    enabled: bool | None = Field(None, description="True when IOMMU groups exist")
     group_count: int = 0
-    mode: Optional[Literal["translated", "passthrough", "off", "unknown"]] = Field(
+    mode: Literal["translated", "passthrough", "off", "unknown"] | None = Field(
         None, description="DMA translation of the GPUs' groups: DMA/DMA-FQ = translated, identity = passthrough")
     domain_types: dict[str, str] = Field(default_factory=dict, description="GPU BDF -> iommu group type")
     cmdline_flags: list[str] = Field(default_factory=list, description="iommu-related kernel parameters")
@@ -322,23 +322,23 @@ class IommuFacts(_Model):
 class IbPort(_Model):
     device: str = Field(description="e.g. mlx5_0")
     port: int
-    state: Optional[str] = Field(None, description="ACTIVE, DOWN, INIT, ARMED, POLLING")
-    phys_state: Optional[str] = Field(None, description="LinkUp, Polling, Disabled, ...")
-    rate_gbps: Optional[float] = Field(None, description="port rate, Gb/s (sysfs 'rate')")
-    rate_text: Optional[str] = None
-    link_layer: Optional[str] = Field(None, description="InfiniBand or Ethernet (RoCE)")
-    hca_type: Optional[str] = None
-    pci_bus_id: Optional[str] = None
-    numa_node: Optional[int] = None
+    state: str | None = Field(None, description="ACTIVE, DOWN, INIT, ARMED, POLLING")
+    phys_state: str | None = Field(None, description="LinkUp, Polling, Disabled, ...")
+    rate_gbps: float | None = Field(None, description="port rate, Gb/s (sysfs 'rate')")
+    rate_text: str | None = None
+    link_layer: str | None = Field(None, description="InfiniBand or Ethernet (RoCE)")
+    hca_type: str | None = None
+    pci_bus_id: str | None = None
+    numa_node: int | None = None
     netdevs: list[str] = Field(default_factory=list)
 
 
 class NetIface(_Model):
     name: str
-    operstate: Optional[str] = None
-    speed_mbps: Optional[int] = None
-    pci_bus_id: Optional[str] = None
-    numa_node: Optional[int] = None
+    operstate: str | None = None
+    speed_mbps: int | None = None
+    pci_bus_id: str | None = None
+    numa_node: int | None = None
     virtual: bool = False
 
 
@@ -347,8 +347,8 @@ class LinkClass(_Model):
 
     name: str = Field(description="NV#, PIX, PXB, PHB, NODE, SYS")
     meaning: str
-    bandwidth_gbs: Optional[float] = Field(None, description="line rate per direction, GB/s, for this host's links")
-    basis: Optional[str] = Field(None, description="how the bandwidth was derived (e.g. 'PCIe Gen5 x16')")
+    bandwidth_gbs: float | None = Field(None, description="line rate per direction, GB/s, for this host's links")
+    basis: str | None = Field(None, description="how the bandwidth was derived (e.g. 'PCIe Gen5 x16')")
     source: str
 
 
@@ -357,31 +357,31 @@ class TopoPair(_Model):
 
     a: int
     b: int
-    relation: Optional[str] = Field(None, description="topo -m cell: NV#, PIX, PXB, PHB, NODE, SYS")
-    link_class: Optional[str] = Field(None, description="NV, PIX, PXB, PHB, NODE, SYS")
-    nvml_common_ancestor: Optional[str] = None
+    relation: str | None = Field(None, description="topo -m cell: NV#, PIX, PXB, PHB, NODE, SYS")
+    link_class: str | None = Field(None, description="NV, PIX, PXB, PHB, NODE, SYS")
+    nvml_common_ancestor: str | None = None
     p2p: dict[str, str] = Field(default_factory=dict)
-    bandwidth_gbs: Optional[float] = Field(None, description="line rate per direction of this class here, GB/s")
+    bandwidth_gbs: float | None = Field(None, description="line rate per direction of this class here, GB/s")
 
 
 class TopologyFacts(_Model):
     source: str = ("nvidia-smi topo -m; NVML (isolated worker: common ancestor, P2P status, NVLink, fabric); "
                    "sysfs /sys/bus/pci/devices, /sys/kernel/iommu_groups, /sys/class/infiniband, /sys/class/net; "
                    "/proc/cmdline, /proc/modules; lspci -vvv when installed")
-    matrix: Optional[TopoMatrix] = None
-    matrix_error: Optional[str] = Field(None, description="why the topo matrix is missing")
+    matrix: TopoMatrix | None = None
+    matrix_error: str | None = Field(None, description="why the topo matrix is missing")
     nvml_pairs: list[NvmlPair] = Field(default_factory=list)
     nvlinks: list[NvLinkDetail] = Field(default_factory=list)
     fabric: list[FabricInfo] = Field(default_factory=list)
     pcie: list[PcieDevice] = Field(default_factory=list)
     paths: list[PciePath] = Field(default_factory=list)
-    lspci_available: Optional[bool] = Field(None, description="None = not tried (e.g. a text dump)")
-    iommu: Optional[IommuFacts] = None
-    ib_present: Optional[bool] = Field(None, description="/sys/class/infiniband exists with devices; None = unknown")
+    lspci_available: bool | None = Field(None, description="None = not tried (e.g. a text dump)")
+    iommu: IommuFacts | None = None
+    ib_present: bool | None = Field(None, description="/sys/class/infiniband exists with devices; None = unknown")
     ib_ports: list[IbPort] = Field(default_factory=list)
     net_ifaces: list[NetIface] = Field(default_factory=list)
-    peermem_loaded: Optional[bool] = Field(None, description="nvidia_peermem or nv_peer_mem loaded; None = unknown")
-    peermem_module: Optional[str] = None
+    peermem_loaded: bool | None = Field(None, description="nvidia_peermem or nv_peer_mem loaded; None = unknown")
+    peermem_module: str | None = None
     link_classes: list[LinkClass] = Field(default_factory=list)
     pairs: list[TopoPair] = Field(default_factory=list, description="every GPU pair (derived from the sources above)")
     errors: dict[str, str] = Field(default_factory=dict, description="parts of the probe that failed, with why")
@@ -391,7 +391,7 @@ class SharedLibrary(_Model):
     kind: Literal["cudnn", "nccl", "cuda"] = Field(description="cuda = libcuda.so, the user-mode driver (cuda-compat)")
     path: str
     directory: str
-    version: Optional[str] = Field(None, description="from the file name or its symlink target, e.g. '9.1.0'")
+    version: str | None = Field(None, description="from the file name or its symlink target, e.g. '9.1.0'")
 
 
 class LibPathFacts(_Model):
@@ -410,25 +410,25 @@ class SignatureHit(_Model):
 
 class XidEvent(_Model):
     xid: int
-    pci_bus_id: Optional[str] = None
+    pci_bus_id: str | None = None
     line: str
-    file: Optional[str] = None
+    file: str | None = None
 
 
 class NcclLogFacts(_Model):
     """What an NCCL_DEBUG=INFO/WARN log says (possibly from several ranks and hosts)."""
 
-    version: Optional[str] = None
-    cuda_driver_version: Optional[str] = Field(None, description="'cudaDriverVersion 13000' -> '13.0'")
-    ib_device_found: Optional[bool] = None
-    net: Optional[str] = Field(None, description="network transport chosen: IB, Socket, or a plugin name")
+    version: str | None = None
+    cuda_driver_version: str | None = Field(None, description="'cudaDriverVersion 13000' -> '13.0'")
+    ib_device_found: bool | None = None
+    net: str | None = Field(None, description="network transport chosen: IB, Socket, or a plugin name")
     transports: list[str] = Field(default_factory=list, description="distinct channel transports, e.g. P2P/IPC, SHM/direct, NET/IB/1/GDRDMA")
     host_net_transports: dict[str, list[str]] = Field(default_factory=dict, description="host -> distinct NET/... transports")
     gdr_disabled_hcas: list[str] = Field(default_factory=list)
     env_set: dict[str, str] = Field(default_factory=dict, description="'NCCL_X set by environment to Y' lines")
     warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")
-    nranks: Optional[int] = None
-    nvls_channels: Optional[int] = None
+    nranks: int | None = None
+    nvls_channels: int | None = None
     init_complete: bool = False
 
 
@@ -437,7 +437,7 @@ class LogFacts(_Model):
     lines_scanned: int = 0
     signatures: list[SignatureHit] = Field(default_factory=list)
     xids: list[XidEvent] = Field(default_factory=list)
-    nccl: Optional[NcclLogFacts] = None
+    nccl: NcclLogFacts | None = None
     kernel_messages: list[str] = Field(default_factory=list, description="NVRM lines of the kernel log, continuation lines joined")
     error_lines: list[str] = Field(default_factory=list, description="error-looking lines no signature explains")
     commands: list[str] = Field(default_factory=list, description="shell commands found (docker run ...), secrets redacted")
@@ -451,7 +451,7 @@ class InputFile(_Model):
     path: str
     kinds: list[str] = Field(default_factory=list)
     sections: list[str] = Field(default_factory=list)
-    note: Optional[str] = Field(None, description="e.g. 'recognised as nvidia-smi topo -m; parser not available'")
+    note: str | None = Field(None, description="e.g. 'recognised as nvidia-smi topo -m; parser not available'")
 # --- confirmation runs (issue 9): short real workloads whose results become facts -----------------
 class Stat(_Model):
     """Median and spread of repeated measurements (same unit as the field holding it)."""
@@ -463,17 +463,17 @@ class Stat(_Model):
     p75: float
     rel_spread: float = Field(description="(max - min) / median")
     n: int
-    mean: Optional[float] = Field(None, description="arithmetic mean (what a loop timed end to end gives)")
+    mean: float | None = Field(None, description="arithmetic mean (what a loop timed end to end gives)")
 
 
 class ConfirmDevice(_Model):
     rank: int
     index: int = Field(description="torch device index (after CUDA_VISIBLE_DEVICES)")
-    name: Optional[str] = None
-    capability: Optional[str] = None
-    uuid: Optional[str] = None
-    pci_bus_id: Optional[str] = None
-    total_memory_bytes: Optional[int] = None
+    name: str | None = None
+    capability: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    total_memory_bytes: int | None = None
 
 
 class AllReduceResult(_Model):
@@ -482,12 +482,12 @@ class AllReduceResult(_Model):
     dtype: str
     size_bytes: int
     iters: int = 0
-    time_s: Optional[Stat] = Field(None, description="seconds per all-reduce, rank 0, device-event timing on GPU")
-    algbw_gbs: Optional[float] = Field(None, description="size / median time, GB/s")
-    busbw_gbs: Optional[float] = Field(None, description="algbw * 2(n-1)/n, GB/s")
-    correct: Optional[bool] = Field(None, description="every element of the reduced tensor right on every rank")
-    max_abs_error: Optional[float] = None
-    error: Optional[str] = None
+    time_s: Stat | None = Field(None, description="seconds per all-reduce, rank 0, device-event timing on GPU")
+    algbw_gbs: float | None = Field(None, description="size / median time, GB/s")
+    busbw_gbs: float | None = Field(None, description="algbw * 2(n-1)/n, GB/s")
+    correct: bool | None = Field(None, description="every element of the reduced tensor right on every rank")
+    max_abs_error: float | None = None
+    error: str | None = None
 
 
 class CopyResult(_Model):
@@ -495,8 +495,8 @@ class CopyResult(_Model):
 
     rank: int
     device_index: int
-    uuid: Optional[str] = None
-    pci_bus_id: Optional[str] = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
     size_bytes: int
     h2d_gbs: Stat
     d2h_gbs: Stat
@@ -510,16 +510,16 @@ class StepTimes(_Model):
     backward_s: Stat = Field(description="includes DDP's gradient all-reduce overlapped with it")
     optimizer_s: Stat
     batch: int = Field(description="samples per step on one rank")
-    window_step_s: Optional[float] = Field(
+    window_step_s: float | None = Field(
         None, description="timed window (first step's start to last step's end) / steps, s: includes the gaps "
                           "between steps, as a loop timed end to end; throughput follows from it")
 
 
 class RankMemory(_Model):
     rank: int
-    peak_allocated_bytes: Optional[int] = Field(None, description="torch.cuda.max_memory_allocated (checklist C4)")
-    peak_reserved_bytes: Optional[int] = None
-    peak_rss_bytes: Optional[int] = Field(None, description="CPU path: peak resident set size of the rank")
+    peak_allocated_bytes: int | None = Field(None, description="torch.cuda.max_memory_allocated (checklist C4)")
+    peak_reserved_bytes: int | None = None
+    peak_rss_bytes: int | None = Field(None, description="CPU path: peak resident set size of the rank")
 
 
 class DdpResult(_Model):
@@ -533,24 +533,24 @@ class DdpResult(_Model):
     world_size: int
     per_rank_batch: int
     global_batch: int
-    batch_choice: Optional[str] = Field(None, description="how the batch was chosen: 'given (--batch)', the tiny "
+    batch_choice: str | None = Field(None, description="how the batch was chosen: 'given (--batch)', the tiny "
                                         "model's default, or 'auto: ...' with its memory estimate (GPU default)")
     seq_len: int
     warmup_steps: int
     timed_steps: int
     scaling: Literal["weak", "strong"] = Field(description="weak: per-GPU batch fixed; strong: global batch fixed")
     step: StepTimes = Field(description="world size n, rank 0")
-    nosync_step_s: Optional[Stat] = Field(None, description="step time under DDP no_sync (no gradient all-reduce)")
-    single: Optional[StepTimes] = Field(None, description="T1: the same model and settings on one device, no DDP")
-    efficiency: Optional[float] = Field(None, description="E = (throughput_n / throughput_1) / n from median times")
-    efficiency_low: Optional[float] = Field(None, description="E from the slow quartiles (p75 of Tn, p25 of T1)")
-    efficiency_high: Optional[float] = None
-    grad_allreduce_s: Optional[Stat] = Field(None, description="one all-reduce of the gradient size, fp32")
-    samples_per_s: Optional[float] = Field(None, description="global samples per second at world size n")
-    loss_first: Optional[float] = None
-    loss_last: Optional[float] = None
+    nosync_step_s: Stat | None = Field(None, description="step time under DDP no_sync (no gradient all-reduce)")
+    single: StepTimes | None = Field(None, description="T1: the same model and settings on one device, no DDP")
+    efficiency: float | None = Field(None, description="E = (throughput_n / throughput_1) / n from median times")
+    efficiency_low: float | None = Field(None, description="E from the slow quartiles (p75 of Tn, p25 of T1)")
+    efficiency_high: float | None = None
+    grad_allreduce_s: Stat | None = Field(None, description="one all-reduce of the gradient size, fp32")
+    samples_per_s: float | None = Field(None, description="global samples per second at world size n")
+    loss_first: float | None = None
+    loss_last: float | None = None
     loss_finite: bool = True
-    params_max_abs_diff: Optional[float] = Field(None, description="max |p_i - p_j| over ranks after the steps")
+    params_max_abs_diff: float | None = Field(None, description="max |p_i - p_j| over ranks after the steps")
     memory: list[RankMemory] = Field(default_factory=list)
 
 
@@ -558,11 +558,11 @@ class RankStatus(_Model):
     """How one rank of a run ended, with its last phase and log tails (checklist C6)."""
 
     rank: int
-    exitcode: Optional[int] = None
-    phase: Optional[str] = None
-    label: Optional[str] = Field(None, description="what the rank was doing last, e.g. 'all-reduce bfloat16 64 MiB'")
+    exitcode: int | None = None
+    phase: str | None = None
+    label: str | None = Field(None, description="what the rank was doing last, e.g. 'all-reduce bfloat16 64 MiB'")
     joined: bool = Field(False, description="got through the rendezvous")
-    error: Optional[str] = None
+    error: str | None = None
     nccl_warnings: list[str] = Field(default_factory=list, description="last 'NCCL WARN' lines of its NCCL log")
     log_tail: list[str] = Field(default_factory=list)
 
@@ -573,34 +573,34 @@ class ConfirmationRun(_Model):
     name: str
     env: dict[str, str] = Field(default_factory=dict, description="variables set for this run only")
     status: Literal["ok", "failed", "hung", "error"]
-    message: Optional[str] = None
-    culprit_rank: Optional[int] = None
+    message: str | None = None
+    culprit_rank: int | None = None
     seconds: float
     timeout_s: float
     orphans_killed: int = Field(0, description="processes of the run still alive after the launcher ended")
-    log_dir: Optional[str] = Field(None, description="this run's per-rank logs (kept when it failed)")
+    log_dir: str | None = Field(None, description="this run's per-rank logs (kept when it failed)")
     ranks: list[RankStatus] = Field(default_factory=list)
 
 
 class ConfirmationFacts(_Model):
     source: str = "gpudoctor confirmation runs: torch.multiprocessing spawn in the target interpreter, 127.0.0.1 rendezvous"
     status: Literal["ok", "failed", "hung", "error", "skipped", "not_applicable"]
-    reason: Optional[str] = None
-    interpreter: Optional[str] = None
-    torch_version: Optional[str] = None
-    nccl_version: Optional[str] = None
-    backend: Optional[str] = None
-    device: Optional[str] = Field(None, description="cuda or cpu")
-    world_size: Optional[int] = None
+    reason: str | None = None
+    interpreter: str | None = None
+    torch_version: str | None = None
+    nccl_version: str | None = None
+    backend: str | None = None
+    device: str | None = Field(None, description="cuda or cpu")
+    world_size: int | None = None
     tasks: list[str] = Field(default_factory=list)
-    seconds: Optional[float] = None
-    log_dir: Optional[str] = Field(None, description="per-rank logs, kept when a run failed")
+    seconds: float | None = None
+    log_dir: str | None = Field(None, description="per-rank logs, kept when a run failed")
     devices: list[ConfirmDevice] = Field(default_factory=list)
     allreduce: list[AllReduceResult] = Field(default_factory=list)
     copies: list[CopyResult] = Field(default_factory=list)
-    ddp: Optional[DdpResult] = None
+    ddp: DdpResult | None = None
     runs: list[ConfirmationRun] = Field(default_factory=list, description="the main run first, then transport re-runs")
-    transport_verdict: Optional[Literal["p2p", "shm", "either", "neither"]] = Field(
+    transport_verdict: Literal["p2p", "shm", "either", "neither"] | None = Field(
         None, description="which NCCL transport the re-runs blame (None: no re-run)")
 
 
@@ -610,18 +610,18 @@ class Snapshot(_Model):
     schema_version: str = SCHEMA_VERSION
     gpudoctor_version: str
     created_at: str = Field(description="ISO 8601 UTC")
-    duration_s: Optional[float] = None
-    data_path: Optional[str] = None
-    host: Optional[HostFacts] = None
-    cpu: Optional[CpuFacts] = None
-    memory: Optional[MemoryFacts] = None
-    storage: Optional[StorageFacts] = None
-    nvml: Optional[NvmlFacts] = None
-    torch: Optional[TorchFacts] = None
-    env: Optional[EnvFacts] = None
-    topology: Optional[TopologyFacts] = None
-    libpath: Optional[LibPathFacts] = None
-    logs: Optional[LogFacts] = None
+    duration_s: float | None = None
+    data_path: str | None = None
+    host: HostFacts | None = None
+    cpu: CpuFacts | None = None
+    memory: MemoryFacts | None = None
+    storage: StorageFacts | None = None
+    nvml: NvmlFacts | None = None
+    torch: TorchFacts | None = None
+    env: EnvFacts | None = None
+    topology: TopologyFacts | None = None
+    libpath: LibPathFacts | None = None
+    logs: LogFacts | None = None
     inputs: list[InputFile] = Field(default_factory=list, description="files read by `gpudoctor check` (empty for a scan)")
     known_fields: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -629,4 +629,4 @@ class Snapshot(_Model):
                     "'env' for variable names when only some were seen); a section absent here was probed in full")
     probe_errors: list[ProbeError] = Field(default_factory=list)
     probe_seconds: dict[str, float] = Field(default_factory=dict, description="wall time of each probe, s")
-    confirmation: Optional[ConfirmationFacts] = Field(None, description="confirmation runs; None when not run")
+    confirmation: ConfirmationFacts | None = Field(None, description="confirmation runs; None when not run")

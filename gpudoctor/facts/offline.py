@@ -12,14 +12,15 @@ import datetime as _dt
 import os
 import time
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pydantic import BaseModel
 
 from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
-from gpudoctor.facts.model import (EnvFacts, InputFile, LogFacts, NcclLogFacts, NvmlFacts, Snapshot)
+from gpudoctor.facts.model import EnvFacts, InputFile, LogFacts, NcclLogFacts, NvmlFacts, Snapshot
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers import detect as D
 
@@ -51,11 +52,11 @@ class Collected:
     commands: list[str] = field(default_factory=list)
     peer: dict[str, bool] = field(default_factory=dict)
     lines: int = 0
-    base: Optional[Snapshot] = None
+    base: Snapshot | None = None
     extra_sections: list[tuple[str, Any, str]] = field(default_factory=list)
     topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
     lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
-    apps: list[tuple[str, Optional[str], Optional[str], Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
+    apps: list[tuple[str, str | None, str | None, Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -124,10 +125,19 @@ def _topo(text: str):
         return None, f"nvidia-smi topo -m parser failed: {type(exc).__name__}: {exc}"
 
 
-def _parse_file(path: str, text: str, col: Collected) -> Optional[str]:
+def _parse_file(path: str, text: str, col: Collected) -> str | None:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine)."""
-    from gpudoctor.parsers import (collect_env, commands, dmesg, env_dump, host_text, lspci, nccl_log, nvidia_smi,
-                                   p2p_check)
+    from gpudoctor.parsers import (
+        collect_env,
+        commands,
+        dmesg,
+        env_dump,
+        host_text,
+        lspci,
+        nccl_log,
+        nvidia_smi,
+        p2p_check,
+    )
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
     kinds = D.detect(text)
@@ -256,7 +266,7 @@ def _merge_nvml(dst: NvmlFacts, src: NvmlFacts) -> None:
         dst.gpus = sorted(dst.gpus, key=lambda g: g.index)
 
 
-def _merge_nccl(items: list[NcclLogFacts]) -> Optional[NcclLogFacts]:
+def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
     if not items:
         return None
     out = items[0].model_copy(deep=True)
@@ -292,7 +302,7 @@ def _skippable(err: str) -> bool:
     return ": unknown format" in err or ": empty file" in err or err.endswith("empty")
 
 
-def build_snapshot(paths: Iterable[str]) -> tuple[Optional[Snapshot], list[str]]:
+def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     """Read, recognise and parse ``paths`` (files or folders) into one Snapshot.
 
     Returns (snapshot, errors): snapshot is None when no input could be used; errors are one-line

@@ -14,7 +14,6 @@ Units: GB/s = 1e9 bytes/s per direction; ms.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from gpudoctor.facts.model import LinkClass, NvmlFacts, PcieDevice, TopologyFacts, TopoPair
 
@@ -27,7 +26,7 @@ def _tbl() -> dict:
     return data.load("topology")
 
 
-def pcie_gbs(gts: Optional[float], width: Optional[int]) -> Optional[float]:
+def pcie_gbs(gts: float | None, width: int | None) -> float | None:
     """Line rate per direction (GB/s) of a PCIe link of ``gts`` GT/s per lane and ``width`` lanes.
 
     Source: rules/topology.toml [pcie] (PCIe generation table, compat-research.md 7a).
@@ -41,14 +40,14 @@ def pcie_gbs(gts: Optional[float], width: Optional[int]) -> Optional[float]:
     return round(per_lane * width, 2) if per_lane else None
 
 
-def link_class_of(rel: Optional[str]) -> Optional[str]:
+def link_class_of(rel: str | None) -> str | None:
     """'NV12' -> 'NV', 'SOC' -> 'SYS' (see gpudoctor.parsers.topo.link_class)."""
     from gpudoctor.parsers.topo import link_class
 
     return link_class(rel)
 
 
-def gen_of(gts: Optional[float]) -> Optional[int]:
+def gen_of(gts: float | None) -> int | None:
     from gpudoctor.parsers.lspci import speed_to_gen
 
     return speed_to_gen(gts)
@@ -60,12 +59,12 @@ def gen_of(gts: Optional[float]) -> Optional[int]:
 NVML_NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
 
 
-def nvlink_generation(nvml_version: Optional[int]) -> Optional[int]:
+def nvlink_generation(nvml_version: int | None) -> int | None:
     """NVLink generation (1-6) of an NVML nvmlNvlinkVersion_t value; None when unknown (0 = invalid)."""
     return NVML_NVLINK_GENERATION.get(nvml_version) if isinstance(nvml_version, int) else None
 
 
-def nvlink_per_link_gbs(version: Optional[int], gpu_name: Optional[str]) -> tuple[float, str]:
+def nvlink_per_link_gbs(version: int | None, gpu_name: str | None) -> tuple[float, str]:
     """Per-link, per-direction NVLink bandwidth (GB/s) and how it was chosen (rules/topology.toml [nvlink]).
 
     ``version`` is NVML's nvmlNvlinkVersion_t value (6 = NVLink 4.0), mapped by :func:`nvlink_generation`."""
@@ -78,7 +77,7 @@ def nvlink_per_link_gbs(version: Optional[int], gpu_name: Optional[str]) -> tupl
     return t["default_per_link_gbs"], "NVLink generation unknown: assumed 25 GB/s per link and direction"
 
 
-def expected_nvlinks(gpu_name: Optional[str]) -> Optional[tuple[int, str]]:
+def expected_nvlinks(gpu_name: str | None) -> tuple[int, str] | None:
     """(expected NVLink count, source) for a GPU model name, or None for models without an entry."""
     if not gpu_name:
         return None
@@ -100,7 +99,7 @@ def _gpu_pcie(topo: TopologyFacts) -> dict[str, PcieDevice]:
     return {p.label: by[p.bdf] for p in topo.paths if p.label.startswith("GPU") and p.bdf in by}
 
 
-def gpu_link_gbs(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> tuple[Optional[float], Optional[str]]:
+def gpu_link_gbs(topo: TopologyFacts | None, nvml: NvmlFacts | None) -> tuple[float | None, str | None]:
     """The slowest GPU's PCIe line rate at its maximum (GB/s per direction) and its 'GenN xW' basis.
 
     Uses NVML's max generation/width when present, else sysfs max_link_speed/width.
@@ -123,7 +122,7 @@ def gpu_link_gbs(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> tu
     return min(best)
 
 
-def build_link_classes(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> list[LinkClass]:
+def build_link_classes(topo: TopologyFacts | None, nvml: NvmlFacts | None) -> list[LinkClass]:
     """The link classes (NV, PIX, PXB, PHB, NODE, SYS) with this host's line-rate bandwidth per direction.
 
     PCIe classes carry the GPUs' own PCIe line rate (the upper bound of any PCIe path; SYS
@@ -162,12 +161,12 @@ class PairView:
 
     a: int
     b: int
-    relation: Optional[str] = None          # topo -m: NV12, PIX, ..., SYS
-    nvml_ancestor: Optional[str] = None     # NVML common ancestor: PIX ... SYS
+    relation: str | None = None          # topo -m: NV12, PIX, ..., SYS
+    nvml_ancestor: str | None = None     # NVML common ancestor: PIX ... SYS
     p2p: dict = field(default_factory=dict)  # NVML P2P status per capability
 
     @property
-    def link_class(self) -> Optional[str]:
+    def link_class(self) -> str | None:
         from gpudoctor.parsers.topo import link_class
 
         if self.relation:
@@ -177,14 +176,14 @@ class PairView:
         return self.nvml_ancestor if self.nvml_ancestor not in (None, "X") else None
 
     @property
-    def p2p_ok(self) -> Optional[bool]:
+    def p2p_ok(self) -> bool | None:
         """P2P possible (NVML read and write OK); None when NVML did not say."""
         if not self.p2p:
             return None
         return self.p2p.get("read") == "OK" and self.p2p.get("write") == "OK"
 
 
-def gpu_pairs(topo: Optional[TopologyFacts]) -> list[PairView]:
+def gpu_pairs(topo: TopologyFacts | None) -> list[PairView]:
     """Every GPU pair from the topo matrix and/or NVML pairs (indices are GPU numbers)."""
     out: dict[tuple[int, int], PairView] = {}
     if topo is None:
@@ -202,7 +201,7 @@ def gpu_pairs(topo: Optional[TopologyFacts]) -> list[PairView]:
     return [out[k] for k in sorted(out)]
 
 
-def finish(topo: TopologyFacts, nvml: Optional[NvmlFacts] = None) -> TopologyFacts:
+def finish(topo: TopologyFacts, nvml: NvmlFacts | None = None) -> TopologyFacts:
     """Fill the derived parts (link classes with this host's bandwidth, the GPU pairs) in place; returns ``topo``."""
     topo.link_classes = build_link_classes(topo, nvml)
     bw = {("NV" if c.name == "NV#" else c.name): c.bandwidth_gbs for c in topo.link_classes}
@@ -222,7 +221,7 @@ def finish(topo: TopologyFacts, nvml: Optional[NvmlFacts] = None) -> TopologyFac
     return topo
 
 
-def gpu_count(topo: Optional[TopologyFacts], nvml: Optional[NvmlFacts]) -> Optional[int]:
+def gpu_count(topo: TopologyFacts | None, nvml: NvmlFacts | None) -> int | None:
     """Number of GPUs from NVML, else the topo matrix, else sysfs paths; None when nothing says."""
     if nvml is not None and nvml.available:
         return len(nvml.gpus)
@@ -257,7 +256,7 @@ def nvlink_components(topo: TopologyFacts, n: int) -> list[set[int]]:
     return list(groups.values())
 
 
-def topology_from_text(topo_text: Optional[str] = None, lspci_text: Optional[str] = None) -> TopologyFacts:
+def topology_from_text(topo_text: str | None = None, lspci_text: str | None = None) -> TopologyFacts:
     """TopologyFacts from pasted text (for `gpudoctor check` on text dumps).
 
     Raises gpudoctor.parsers.topo.ParseError when a given text cannot be parsed.

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]?)(i?B?)\s*$", re.IGNORECASE)
@@ -16,11 +15,11 @@ def clean(text: str) -> str:
     return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).replace("\x00", "").replace("\ufeff", "")
 
 
-def na(value: Optional[str]) -> bool:
+def na(value: str | None) -> bool:
     return value is None or value.strip().lower() in NA
 
 
-def to_int(value: Optional[str]) -> Optional[int]:
+def to_int(value: str | None) -> int | None:
     """'16x' -> 16, '5' -> 5, '0x1F' -> 31, 'N/A' -> None; the first integer in the string."""
     if na(value):
         return None
@@ -31,7 +30,7 @@ def to_int(value: Optional[str]) -> Optional[int]:
     return int(m.group()) if m else None
 
 
-def to_float(value: Optional[str]) -> Optional[float]:
+def to_float(value: str | None) -> float | None:
     """'700.00 W' -> 700.0; 'N/A' -> None."""
     if na(value):
         return None
@@ -39,7 +38,7 @@ def to_float(value: Optional[str]) -> Optional[float]:
     return float(m.group()) if m else None
 
 
-def to_bool(value: Optional[str]) -> Optional[bool]:
+def to_bool(value: str | None) -> bool | None:
     """Enabled/Disabled, Yes/No, On/Off, True/False, Active/Not Active -> bool; else None."""
     if na(value):
         return None
@@ -51,7 +50,7 @@ def to_bool(value: Optional[str]) -> Optional[bool]:
     return None
 
 
-def size_bytes(value: Optional[str], default_unit: str = "") -> Optional[int]:
+def size_bytes(value: str | None, default_unit: str = "") -> int | None:
     """'143771MiB' / '143771 MiB' -> bytes (binary units); '128G' / '1.0M' (df -h) -> bytes (binary, as df -h).
 
     ``default_unit`` ('K' for df 1K-blocks or ulimit kbytes) applies when the value has no unit.

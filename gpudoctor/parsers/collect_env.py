@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from gpudoctor.facts.model import CpuFacts, EnvFacts, GpuFacts, HostFacts, NvmlFacts, TorchFacts
 from gpudoctor.parsers import ParseError
@@ -36,11 +35,11 @@ class CollectEnv:
     """The facts of one collect_env output; a section is None when the text says nothing about it."""
 
     keys: dict[str, str] = field(default_factory=dict)
-    torch: Optional[TorchFacts] = None
-    nvml: Optional[NvmlFacts] = None
-    host: Optional[HostFacts] = None
-    cpu: Optional[CpuFacts] = None
-    env: Optional[EnvFacts] = None
+    torch: TorchFacts | None = None
+    nvml: NvmlFacts | None = None
+    host: HostFacts | None = None
+    cpu: CpuFacts | None = None
+    env: EnvFacts | None = None
     packages: dict[str, str] = field(default_factory=dict)
 
 
@@ -48,7 +47,7 @@ def _norm(key: str) -> str:
     return " ".join(key.split()).lower()
 
 
-def _ver(v: Optional[str]) -> Optional[str]:
+def _ver(v: str | None) -> str | None:
     return None if v is None or na(v) else v.strip()
 
 
@@ -126,7 +125,7 @@ def parse_collect_env(text: str) -> CollectEnv:
     return out
 
 
-def _torch(keys: dict[str, str], packages: dict[str, str], warn: Optional[str]) -> Optional[TorchFacts]:
+def _torch(keys: dict[str, str], packages: dict[str, str], warn: str | None) -> TorchFacts | None:
     v = keys.get("pytorch version")
     if v is None:
         return None
@@ -161,7 +160,7 @@ def _torch(keys: dict[str, str], packages: dict[str, str], warn: Optional[str]) 
     return t
 
 
-def _nvml(keys: dict[str, str], gpus: list[GpuFacts], driver_cuda: Optional[str]) -> Optional[NvmlFacts]:
+def _nvml(keys: dict[str, str], gpus: list[GpuFacts], driver_cuda: str | None) -> NvmlFacts | None:
     drv = keys.get("nvidia driver version")
     if not gpus and (drv is None or na(drv)) and not driver_cuda:
         return None
@@ -185,7 +184,7 @@ def _nvml(keys: dict[str, str], gpus: list[GpuFacts], driver_cuda: Optional[str]
     return nv
 
 
-def _host(keys: dict[str, str], lscpu: dict[str, str]) -> Optional[HostFacts]:
+def _host(keys: dict[str, str], lscpu: dict[str, str]) -> HostFacts | None:
     h = HostFacts(source=SOURCE)
     found = False
     os_ = keys.get("os")
@@ -205,12 +204,12 @@ def _host(keys: dict[str, str], lscpu: dict[str, str]) -> Optional[HostFacts]:
     return h if found else None
 
 
-def _cpu(lscpu: dict[str, str]) -> Optional[CpuFacts]:
+def _cpu(lscpu: dict[str, str]) -> CpuFacts | None:
     if not lscpu:
         return None
     c = CpuFacts(source=SOURCE + " (lscpu)")
 
-    def num(key: str) -> Optional[int]:
+    def num(key: str) -> int | None:
         v = lscpu.get(key)
         return int(v) if v and v.strip().isdigit() else None
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from gpudoctor.facts.model import XidEvent
 from gpudoctor.parsers import ParseError
@@ -66,7 +65,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     return log
 
 
-def first_bdf(message: str) -> Optional[str]:
+def first_bdf(message: str) -> str | None:
     """The first PCI address in a kernel message, e.g. '0000:b3:00.0'."""
     m = _BDF.search(message)
     return m.group(1) if m else None

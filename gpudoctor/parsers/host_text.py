@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Union
 
 from gpudoctor.facts.model import MemoryFacts
 from gpudoctor.parsers import ParseError
@@ -15,13 +15,13 @@ _DF_HDR = re.compile(r"^Filesystem\s+(\S+(?:\s\S+)?)\s+Used\s+Avail(?:able)?\s+(
 @dataclass
 class DfRow:
     filesystem: str
-    size_bytes: Optional[int]
-    used_bytes: Optional[int]
-    avail_bytes: Optional[int]
+    size_bytes: int | None
+    used_bytes: int | None
+    avail_bytes: int | None
     mount: str
 
 
-def _df_size(v: str, unit_bytes: Optional[int]) -> Optional[int]:
+def _df_size(v: str, unit_bytes: int | None) -> int | None:
     """df -h uses powers of 1024 (K, M, G ...); -H powers of 1000 are rare and read as 1024 (<3% off)."""
     m = re.match(r"^([0-9]+(?:[.,][0-9]+)?)([KMGTPE]?)i?B?$", v, re.IGNORECASE)
     if not m:
@@ -39,7 +39,7 @@ def parse_df(text: str) -> list[DfRow]:
     (human-readable, K/M/G suffixes = KiB/MiB/GiB). Raises ParseError without a df header.
     """
     rows: list[DfRow] = []
-    unit: Optional[int] = None
+    unit: int | None = None
     found = False
     pending = ""
     for line in clean(text).split("\n"):
@@ -66,7 +66,7 @@ def parse_df(text: str) -> list[DfRow]:
     return rows
 
 
-def shm_facts(rows: list[DfRow]) -> Optional[MemoryFacts]:
+def shm_facts(rows: list[DfRow]) -> MemoryFacts | None:
     """MemoryFacts with the /dev/shm size and free space (bytes) when ``rows`` list /dev/shm."""
     for r in rows:
         if r.mount == "/dev/shm":

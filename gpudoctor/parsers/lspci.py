@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from gpudoctor.parsers.topo import ParseError, strip_ansi
 
@@ -40,7 +39,7 @@ _EXPRESS = re.compile(r"Express\s*\(v\d\)\s+(Root Port|Upstream Port|Downstream 
 ACS_FLAGS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 
 
-def speed_to_gen(gts: Optional[float]) -> Optional[int]:
+def speed_to_gen(gts: float | None) -> int | None:
     """GT/s per lane -> PCIe generation (2.5 -> 1, 32 -> 5); None when unknown."""
     if gts is None:
         return None
@@ -65,40 +64,40 @@ def normalize_bdf(text: str) -> str:
 class PciDevice:
     """One PCI function from `lspci -vvv` (speeds in GT/s per lane, widths in lanes)."""
 
-    bdf: Optional[str]
-    class_name: Optional[str] = None
-    name: Optional[str] = None
+    bdf: str | None
+    class_name: str | None = None
+    name: str | None = None
     is_bridge: bool = False
-    port_type: Optional[str] = None
-    lnkcap_speed_gts: Optional[float] = None
-    lnkcap_width: Optional[int] = None
-    lnksta_speed_gts: Optional[float] = None
-    lnksta_width: Optional[int] = None
-    speed_downgraded: Optional[bool] = None
-    width_downgraded: Optional[bool] = None
-    acs_cap: Optional[dict[str, bool]] = None
-    acs_ctl: Optional[dict[str, bool]] = None
+    port_type: str | None = None
+    lnkcap_speed_gts: float | None = None
+    lnkcap_width: int | None = None
+    lnksta_speed_gts: float | None = None
+    lnksta_width: int | None = None
+    speed_downgraded: bool | None = None
+    width_downgraded: bool | None = None
+    acs_cap: dict[str, bool] | None = None
+    acs_ctl: dict[str, bool] | None = None
     caps_access_denied: bool = False
-    driver: Optional[str] = None
+    driver: str | None = None
     line: int = 0
     _keys: set = field(default_factory=set, repr=False)
     _sta_marks: tuple = field(default=(None, None), repr=False)
 
     @property
-    def downgraded(self) -> Optional[bool]:
+    def downgraded(self) -> bool | None:
         """True when speed or width is below the capability (lspci's marker, else the numbers)."""
         flags = [f for f in (self.speed_downgraded, self.width_downgraded) if f is not None]
         return any(flags) if flags else None
 
     @property
-    def acs_redirect(self) -> Optional[bool]:
+    def acs_redirect(self) -> bool | None:
         """ACS redirects P2P (ReqRedir+ or CmpltRedir+); None when ACSCtl was not seen."""
         if self.acs_ctl is None:
             return None
         return bool(self.acs_ctl.get("ReqRedir") or self.acs_ctl.get("CmpltRedir"))
 
     @property
-    def src_valid(self) -> Optional[bool]:
+    def src_valid(self) -> bool | None:
         return None if self.acs_ctl is None else bool(self.acs_ctl.get("SrcValid"))
 
     @property
@@ -117,7 +116,7 @@ def _flags(text: str) -> dict[str, bool]:
     return {name: sign == "+" for name, sign in _FLAG.findall(text)}
 
 
-def _link(text: str, lineno: int) -> tuple[Optional[float], Optional[str], Optional[int], Optional[str]]:
+def _link(text: str, lineno: int) -> tuple[float | None, str | None, int | None, str | None]:
     sp, wd = _SPEED.search(text), _WIDTH.search(text)
     if sp is None and wd is None and "unknown" not in text.lower():
         raise ParseError(f"line {lineno}: link line without Speed or Width: {text.strip()[:80]!r}")
@@ -125,7 +124,7 @@ def _link(text: str, lineno: int) -> tuple[Optional[float], Optional[str], Optio
             int(wd.group("v")) if wd else None, wd.group("m") if wd else None)
 
 
-def _marker(mark: Optional[str], cur, cap) -> Optional[bool]:
+def _marker(mark: str | None, cur, cap) -> bool | None:
     if mark:
         m = mark.strip().lower()
         if m == "downgraded":
@@ -147,7 +146,7 @@ def parse_lspci(text: str) -> list[PciDevice]:
     if not isinstance(text, str):
         raise ParseError("input is not text")
     devices: list[PciDevice] = []
-    cur: Optional[PciDevice] = None
+    cur: PciDevice | None = None
     for n, raw in enumerate(strip_ansi(text).replace("\r", "").split("\n"), start=1):
         line = raw.rstrip()
         if not line.strip():

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Optional
 
 from gpudoctor.facts.model import GpuFacts, GpuProcess, NvLinkState, NvmlFacts
 from gpudoctor.parsers import ParseError
@@ -45,11 +44,11 @@ NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate w
                        r"Driver/library version mismatch", re.IGNORECASE)
 
 
-def _compute_mode(v: Optional[str]) -> Optional[str]:
+def _compute_mode(v: str | None) -> str | None:
     return None if na(v) else COMPUTE_MODES.get(v.strip().lower(), v.strip())
 
 
-def _pstate(v: Optional[str]) -> Optional[int]:
+def _pstate(v: str | None) -> int | None:
     m = re.match(r"^\s*P(\d+)", v or "")
     return int(m.group(1)) if m else None
 
@@ -167,11 +166,11 @@ _HEADER = re.compile(r"^(\s*)(\S.*?)\s*$")
 _GPU_HDR = re.compile(r"^\s*GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 
 
-def _q_blocks(text: str) -> tuple[dict[str, str], list[tuple[Optional[str], dict[str, str]]]]:
+def _q_blocks(text: str) -> tuple[dict[str, str], list[tuple[str | None, dict[str, str]]]]:
     """Split ``-q`` text into top-level key/values and per-GPU {path: value} (path = 'Section/Sub/Key')."""
     top: dict[str, str] = {}
-    gpus: list[tuple[Optional[str], dict[str, str]]] = []
-    cur: Optional[dict[str, str]] = None
+    gpus: list[tuple[str | None, dict[str, str]]] = []
+    cur: dict[str, str] | None = None
     stack: list[tuple[int, str]] = []
     gpu_indent = -1
     for raw in clean(text).split("\n"):
@@ -217,7 +216,7 @@ def _q_blocks(text: str) -> tuple[dict[str, str], list[tuple[Optional[str], dict
     return top, gpus
 
 
-def _get(d: dict[str, str], *paths: str) -> Optional[str]:
+def _get(d: dict[str, str], *paths: str) -> str | None:
     for p in paths:
         v = d.get(p.lower())
         if v is not None:
@@ -304,7 +303,7 @@ def _finish_gpus(nv: NvmlFacts, gpus: list, fabric: dict) -> NvmlFacts:
     return _finish(nv)
 
 
-def _fabric(d: dict[str, str]) -> Optional[str]:
+def _fabric(d: dict[str, str]) -> str | None:
     v = _get(d, "fabric/state")
     return None if na(v) else v
 
@@ -340,7 +339,7 @@ def parse_query(text: str) -> NvmlFacts:
     return _finish_gpus(nv, gpus, fabric)
 
 
-def _q_processes(d: dict[str, str]) -> Optional[list[GpuProcess]]:
+def _q_processes(d: dict[str, str]) -> list[GpuProcess] | None:
     """The processes of one GPU block; None when the block has no Processes section (not known)."""
     if "processes" not in d and not any(p.startswith("processes/") for p in d):
         return None
@@ -488,7 +487,7 @@ def parse_nvlink_status(text: str) -> NvmlFacts:
     Raises ParseError when no 'GPU n:' header with link lines is present.
     """
     gpus: list[GpuFacts] = []
-    cur: Optional[GpuFacts] = None
+    cur: GpuFacts | None = None
     for line in clean(text).split("\n"):
         s = line.strip()
         if re.fullmatch(r"(\.{3,}|…+)", s):
@@ -588,7 +587,7 @@ def _csv_key(header: str) -> str:
     return key.replace("clocks_throttle_reasons.", "clocks_event_reasons.")
 
 
-def _csv_table(text: str, header: "re.Pattern", free_text: str, what: str) -> tuple[list[str], list[list[str]], int]:
+def _csv_table(text: str, header: re.Pattern, free_text: str, what: str) -> tuple[list[str], list[list[str]], int]:
     """(keys, rows, skipped) of an nvidia-smi ``--format=csv`` table: the first line matching ``header`` (other
     text may precede it) gives the keys (units dropped, old names renamed); a repeated header is skipped; a row
     with more cells than keys has them rejoined in the ``free_text`` column (nvidia-smi does not quote, and GPU
@@ -633,7 +632,7 @@ def parse_query_csv(text: str) -> NvmlFacts:
     key_col = next((keys.index(k) for k in ("index", "uuid", "pci.bus_id") if k in keys), None)
     by_key: dict[str, GpuFacts] = {}
     masks: dict[str, int] = {}
-    driver: Optional[str] = None
+    driver: str | None = None
     ts_col = keys.index("timestamp") if "timestamp" in keys else None
     prev_ts, pos = None, -1
     for cells in rows:
@@ -680,7 +679,7 @@ def parse_query_csv(text: str) -> NvmlFacts:
 
 
 # ------------------------------------------------------------------------------ --query-compute-apps CSV
-def parse_compute_apps_csv(text: str) -> list[tuple[Optional[str], Optional[str], GpuProcess]]:
+def parse_compute_apps_csv(text: str) -> list[tuple[str | None, str | None, GpuProcess]]:
     """Parse ``nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory[,gpu_uuid,gpu_bus_id] --format=csv``.
 
     Returns (gpu_uuid, gpu_bus_id, process) per row; the GPU columns are None when not queried (the caller

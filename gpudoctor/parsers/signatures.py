@@ -8,7 +8,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from gpudoctor.facts.model import SignatureHit
 from gpudoctor.parsers._text import clean
@@ -22,7 +23,7 @@ _NOISE = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(mo
                     r"|Last error:\s*$|>>> )|\bNCCL INFO\b")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(entries: tuple[tuple[str, str], ...]) -> tuple[tuple[str, re.Pattern], ...]:
     return tuple((sid, re.compile(rx, re.IGNORECASE | re.MULTILINE)) for sid, rx in entries)
 
@@ -51,8 +52,8 @@ def _evidence(text: str, m: re.Match) -> str:
     return " ".join(text[start:end].split())[:MAX_LINE_CHARS]
 
 
-def match_signatures(text: str, entries: Optional[list[dict[str, Any]]] = None, file: Optional[str] = None,
-                     spans: Optional[list[tuple[int, int]]] = None) -> list[SignatureHit]:
+def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
+                     spans: list[tuple[int, int]] | None = None) -> list[SignatureHit]:
     """Every catalogue entry that matches ``text``, with its count, first matching lines and named groups.
 
     ``spans`` (optional, out) receives the (start, end) character spans of all matches, so that

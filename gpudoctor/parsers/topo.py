@@ -21,7 +21,6 @@ Relation meanings: the Legend printed by nvidia-smi (see docs/topology.md).
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from gpudoctor.facts.model import TopoDeviceInfo, TopoMatrix
 
@@ -29,7 +28,6 @@ __all__ = ["ParseError", "TopoMatrix", "parse_topo_matrix", "RELATION_RANK", "li
 
 
 from gpudoctor.parsers import ParseError  # noqa: E402  (one ParseError for every parser)
-
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|(?<![\w\]])\[[0-9;]{1,8}m")
 REL = re.compile(r"X|NV\d{1,2}|PIX|PXB|PHB|NODE|SYS|SOC")
@@ -46,7 +44,7 @@ _LEGEND_ENTRY = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 RELATION_RANK = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
 
 
-def link_class(rel: Optional[str]) -> Optional[str]:
+def link_class(rel: str | None) -> str | None:
     """'NV12' -> 'NV', 'PIX' -> 'PIX', 'SOC' -> 'SYS'; None stays None."""
     if rel is None:
         return None
@@ -55,7 +53,7 @@ def link_class(rel: Optional[str]) -> Optional[str]:
     return "SYS" if rel == "SOC" else rel
 
 
-def nvlink_count(rel: Optional[str]) -> int:
+def nvlink_count(rel: str | None) -> int:
     """Number of bonded NVLinks in an 'NV#' relation, 0 for anything else."""
     return int(rel[2:]) if rel and rel.startswith("NV") and rel[2:].isdigit() else 0
 
@@ -127,8 +125,8 @@ def _row_cells(rest: str, n: int, lineno: int) -> tuple[list[str], str, bool]:
     return cells, rest[pos:], True
 
 
-def _affinity(values: list[str], columns: list[str], label: str, warnings: list[str]) -> dict[str, Optional[str]]:
-    out: dict[str, Optional[str]] = {}
+def _affinity(values: list[str], columns: list[str], label: str, warnings: list[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
     if not values:
         return out
     if len(values) != len(columns):
@@ -169,7 +167,7 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     first_nic = next((k for k, lab in enumerate(labels) if kinds[lab] == "nic"), n)
     if any(kinds[lab] == "gpu" for lab in labels[first_nic:]):
         raise ParseError(f"line {hdr + 1}: a GPU column after a NIC column")
-    matrix: list[list[Optional[str]]] = [[None] * n for _ in range(n)]
+    matrix: list[list[str | None]] = [[None] * n for _ in range(n)]
     info = {lab: TopoDeviceInfo(name=lab, kind=kinds[lab], nic_name=lab if kinds[lab] == "nic" and not
                                 re.fullmatch(r"NIC\d+", lab) else None) for lab in labels}
     warnings: list[str] = []

@@ -13,10 +13,9 @@ Recognized (each key appears only when its message is in the text):
 """
 from __future__ import annotations
 
-from gpudoctor.facts.model import GpuFacts, NvmlFacts, TorchFacts
-
 import re
-from typing import Optional
+
+from gpudoctor.facts.model import GpuFacts, NvmlFacts, TorchFacts
 
 _FOUND = re.compile(r"driver on your system is too old \(found version (\d+)\)")
 _ARCH = re.compile(r"^(?P<gpu>.+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"
@@ -61,7 +60,7 @@ def parse_messages(text: str) -> dict:
     return out
 
 
-def _cudnn_int(v: Optional[str]) -> Optional[int]:
+def _cudnn_int(v: str | None) -> int | None:
     m = re.match(r"^(\d+)\.(\d+)\.(\d+)", v or "")
     if not m:
         return None
@@ -69,7 +68,7 @@ def _cudnn_int(v: Optional[str]) -> Optional[int]:
     return a * 10000 + b * 100 + c if a >= 9 else a * 1000 + b * 100 + c
 
 
-def to_facts(parsed: dict, source: str = "parsed from pasted text") -> tuple[Optional[TorchFacts], Optional[NvmlFacts]]:
+def to_facts(parsed: dict, source: str = "parsed from pasted text") -> tuple[TorchFacts | None, NvmlFacts | None]:
     """(TorchFacts, NvmlFacts) from :func:`parse_collect_env` / ``parse_messages`` output; a part is
     None when the text says nothing about it. A GPU's compute capability comes from the text when it
     gives one (arch warning), else from gpudoctor's GPU table (``rules/compat_gpus.toml``)."""
@@ -105,7 +104,7 @@ def to_facts(parsed: dict, source: str = "parsed from pasted text") -> tuple[Opt
     return torch, nv
 
 
-def facts_from_texts(texts) -> tuple[Optional[TorchFacts], Optional[NvmlFacts]]:
+def facts_from_texts(texts) -> tuple[TorchFacts | None, NvmlFacts | None]:
     """(TorchFacts, NvmlFacts) from pasted texts: collect_env outputs (parsed by the one collect_env
     parser, :mod:`gpudoctor.parsers.collect_env`) completed by the facts stated in error messages
     (CUDA init warnings, arch-list errors, nvcc/torch CUDA mismatch). GPUs without a compute

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Optional
 
 import psutil
 
@@ -11,7 +10,7 @@ from gpudoctor.facts.model import CpuFacts
 from gpudoctor.probes.sysfs import read_text
 
 
-def _self_cgroup_path(root: str) -> tuple[Optional[str], dict[str, str]]:
+def _self_cgroup_path(root: str) -> tuple[str | None, dict[str, str]]:
     """(cgroup v2 path, {v1 controller: path}) of this process, from /proc/self/cgroup."""
     v2, v1 = None, {}
     for line in (read_text(os.path.join(root, "proc/self/cgroup")) or "").splitlines():
@@ -35,7 +34,7 @@ def _walk_up(base: str, rel: str):
         yield os.path.join(base, *parts[:i])
 
 
-def cgroup_cpu_quota(root: str = "/") -> Optional[float]:
+def cgroup_cpu_quota(root: str = "/") -> float | None:
     """CPU quota in cores from cgroup v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``; None = unlimited.
 
     The smallest quota on the path from this process's cgroup to the root wins. When
@@ -44,7 +43,7 @@ def cgroup_cpu_quota(root: str = "/") -> Optional[float]:
     zero or negative period or quota) are skipped, never raised.
     """
     v2, v1 = _self_cgroup_path(root)
-    best: Optional[float] = None
+    best: float | None = None
     base2 = os.path.join(root, "sys/fs/cgroup")
     if v2 is not None:
         for d in list(_walk_up(base2, v2)) + [base2]:
@@ -77,7 +76,7 @@ def cgroup_cpu_quota(root: str = "/") -> Optional[float]:
     return best
 
 
-def count_sockets(root: str = "/") -> Optional[int]:
+def count_sockets(root: str = "/") -> int | None:
     ids = set()
     for path in glob.glob(os.path.join(root, "sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id")):
         val = read_text(path)
@@ -90,7 +89,7 @@ def count_sockets(root: str = "/") -> Optional[int]:
     return len(ids) or None
 
 
-def cpu_model(root: str = "/") -> Optional[str]:
+def cpu_model(root: str = "/") -> str | None:
     text = read_text(os.path.join(root, "proc/cpuinfo"), limit=65536) or ""
     for line in text.splitlines():
         if line.startswith(("model name", "Model", "cpu model")):
@@ -98,7 +97,7 @@ def cpu_model(root: str = "/") -> Optional[str]:
     return None
 
 
-def _physical_cores() -> Optional[int]:
+def _physical_cores() -> int | None:
     """psutil's physical core count; None when /proc/cpuinfo or sysfs cannot be read (psutil raises then)."""
     try:
         return psutil.cpu_count(logical=False)

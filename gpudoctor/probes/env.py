@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from gpudoctor.facts.model import EnvFacts
 
@@ -29,7 +29,7 @@ def redact(name: str, value: str) -> str:
     return REDACTED if is_secret(name, value) else value
 
 
-def collect_env(environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The training-relevant variables of ``environ`` (default os.environ), secrets redacted."""
     environ = os.environ if environ is None else environ
     out = {}
@@ -53,7 +53,7 @@ def scrub(text: str) -> str:
     if not text:
         return text
 
-    def assign(m: "re.Match[str]") -> str:
+    def assign(m: re.Match[str]) -> str:
         if _SECRET_NAME.search(m.group("name")):
             return f"{m.group('name')}{m.group('sep')}{REDACTED}"
         return m.group(0)

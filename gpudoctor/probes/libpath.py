@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from gpudoctor.facts.model import LibPathFacts, SharedLibrary
 
@@ -20,7 +20,7 @@ PATTERNS = {
 MAX_ENTRIES = 20000  # per directory: a huge directory is not a library directory
 
 
-def _version_of(name: str, kind: str) -> Optional[str]:
+def _version_of(name: str, kind: str) -> str | None:
     m = PATTERNS[kind].match(name)
     return m.group(1) if m else None
 
@@ -42,7 +42,7 @@ def scan_dirs(dirs: Iterable[str], listdir: Callable[[str], list] = os.listdir,
             continue
         if len(names) > MAX_ENTRIES:
             continue
-        best: dict[str, tuple[int, str, Optional[str]]] = {}
+        best: dict[str, tuple[int, str, str | None]] = {}
         for name in names:
             for kind, pat in PATTERNS.items():
                 m = pat.match(name)

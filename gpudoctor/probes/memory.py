@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import Optional, Union
 
 import psutil
 
@@ -15,10 +14,10 @@ from gpudoctor.probes.sysfs import read_text
 _V1_UNLIMITED = 1 << 60
 
 
-def cgroup_memory_limit(root: str = "/") -> Optional[int]:
+def cgroup_memory_limit(root: str = "/") -> int | None:
     """Smallest memory limit (bytes) on this process's cgroup path; None = no limit."""
     v2, v1 = _self_cgroup_path(root)
-    best: Optional[int] = None
+    best: int | None = None
     base2 = os.path.join(root, "sys/fs/cgroup")
     if v2 is not None:
         for d in list(_walk_up(base2, v2)) + [base2]:
@@ -40,7 +39,7 @@ def cgroup_memory_limit(root: str = "/") -> Optional[int]:
     return best
 
 
-def _limit(value: int) -> Union[int, str]:
+def _limit(value: int) -> int | str:
     return "unlimited" if value == resource.RLIM_INFINITY else int(value)
 
 

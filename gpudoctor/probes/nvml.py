@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
 
 from gpudoctor.facts.model import GpuFacts, NvmlFacts
 from gpudoctor.probes.runner import ProbeFailed
@@ -39,7 +39,7 @@ def worker_messages(lines: Iterable[str]) -> Iterator[dict]:
             yield msg
 
 
-def assemble(lines: Iterable[str]) -> tuple[NvmlFacts, Optional[str], bool]:
+def assemble(lines: Iterable[str]) -> tuple[NvmlFacts, str | None, bool]:
     """Build NvmlFacts from worker output lines.
 
     Returns (facts, last step named before the output ended, whether 'done' was seen).

@@ -11,8 +11,9 @@ import datetime as _dt
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from gpudoctor import __version__
 from gpudoctor.facts.model import ProbeError, Snapshot
@@ -46,7 +47,7 @@ class ProbeOptions:
     a hung one is killed with its process group and recorded as the probe's error for that part.
     """
 
-    python: Optional[str] = None
+    python: str | None = None
     data_path: str = "."
     torch_timeout_s: float = 90.0
     nvml_timeout_s: float = 30.0

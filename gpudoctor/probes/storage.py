@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import psutil
 
@@ -11,7 +10,7 @@ from gpudoctor.probes.runner import ProbeFailed
 from gpudoctor.probes.sysfs import exists, read_text
 
 
-def block_device_of(path: str, sys_root: str = "/sys") -> Optional[str]:
+def block_device_of(path: str, sys_root: str = "/sys") -> str | None:
     """Whole-disk name (e.g. 'nvme0n1', 'vda') under ``path``; None for overlay/network/tmpfs."""
     try:
         dev = os.stat(path).st_dev

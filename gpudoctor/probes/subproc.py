@@ -5,8 +5,8 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
 
 
 @dataclass
@@ -19,7 +19,7 @@ class CmdResult:
     """
 
     argv: list[str]
-    returncode: Optional[int]
+    returncode: int | None
     stdout: str
     stderr: str
     timed_out: bool = False
@@ -68,9 +68,9 @@ def kill_all() -> int:
 def run_cmd(
     argv: Sequence[str],
     timeout: float,
-    env: Optional[Mapping[str, str]] = None,
-    input_text: Optional[str] = None,
-    cwd: Optional[str] = None,
+    env: Mapping[str, str] | None = None,
+    input_text: str | None = None,
+    cwd: str | None = None,
 ) -> CmdResult:
     """Run ``argv`` (no shell) with a hard ``timeout`` in seconds.
 

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 
-def read_text(path: str, limit: int = 1 << 20) -> Optional[str]:
+def read_text(path: str, limit: int = 1 << 20) -> str | None:
     """Return the file's text (at most ``limit`` bytes), stripped; None if unreadable."""
     try:
         with open(path, "rb") as fh:
@@ -14,7 +13,7 @@ def read_text(path: str, limit: int = 1 << 20) -> Optional[str]:
         return None
 
 
-def read_int(path: str) -> Optional[int]:
+def read_int(path: str) -> int | None:
     text = read_text(path)
     if text is None:
         return None

@@ -22,12 +22,21 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
-from gpudoctor.facts.model import (FabricInfo, IbPort, IommuFacts, NetIface, NvLinkDetail, NvmlPair, PcieDevice,
-                                   PciePath, TopologyFacts)
+from gpudoctor.facts.model import (
+    FabricInfo,
+    IbPort,
+    IommuFacts,
+    NetIface,
+    NvLinkDetail,
+    NvmlPair,
+    PcieDevice,
+    PciePath,
+    TopologyFacts,
+)
 from gpudoctor.facts.topology import finish
 from gpudoctor.parsers.lspci import PciDevice, normalize_bdf, parse_lspci
 from gpudoctor.parsers.topo import ParseError, parse_topo_matrix
@@ -66,7 +75,7 @@ Runner = Callable[..., CmdResult]
 
 # ---------------------------------------------------------------------------------- sysfs PCIe
 
-def _speed_gts(text: Optional[str]) -> Optional[float]:
+def _speed_gts(text: str | None) -> float | None:
     """sysfs '32.0 GT/s PCIe' / '8 GT/s' / '2.5 GT/s' -> GT/s; 'Unknown' -> None."""
     if not text:
         return None
@@ -74,7 +83,7 @@ def _speed_gts(text: Optional[str]) -> Optional[float]:
     return float(m.group(1)) if m else None
 
 
-def _ls(path: str) -> Optional[list[str]]:
+def _ls(path: str) -> list[str] | None:
     """Sorted entries of a directory: [] when it does not exist (absent), None when it exists but
     cannot be read (EACCES, EIO, a file where a directory should be): unknown, not absent."""
     try:
@@ -85,14 +94,14 @@ def _ls(path: str) -> Optional[list[str]]:
         return None
 
 
-def _link_name(path: str) -> Optional[str]:
+def _link_name(path: str) -> str | None:
     try:
         return os.path.basename(os.readlink(path))
     except OSError:
         return None
 
 
-def acs_from_config(raw: bytes) -> tuple[str, Optional[dict[str, bool]], Optional[dict[str, bool]]]:
+def acs_from_config(raw: bytes) -> tuple[str, dict[str, bool] | None, dict[str, bool] | None]:
     """ACS state from a PCI config-space dump (sysfs ``config``).
 
     Returns (state, cap flags, ctl flags): state "needs_root" when only the 64/256-byte
@@ -151,7 +160,7 @@ def read_pci_device(roots: Roots, bdf: str) -> PcieDevice:
     return dev
 
 
-def pci_path(roots: Roots, bdf: str) -> tuple[list[str], Optional[str]]:
+def pci_path(roots: Roots, bdf: str) -> tuple[list[str], str | None]:
     """BDFs from ``bdf`` up to its root port, and the host bridge (pciDDDD:BB) above them."""
     real = os.path.realpath(roots.s("bus", "pci", "devices", bdf))
     hops: list[str] = []
@@ -166,7 +175,7 @@ def pci_path(roots: Roots, bdf: str) -> tuple[list[str], Optional[str]]:
     return hops or [bdf], root
 
 
-def list_pci(roots: Roots) -> Optional[list[str]]:
+def list_pci(roots: Roots) -> list[str] | None:
     """BDFs under /sys/bus/pci/devices: [] when it is missing, None when it cannot be read."""
     names = _ls(roots.s("bus", "pci", "devices"))
     return None if names is None else [x for x in names if BDF_RE.match(x)]
@@ -231,7 +240,7 @@ def collect_iommu(roots: Roots, gpu_bdfs: Iterable[str]) -> IommuFacts:
         t = read_text(roots.s("bus", "pci", "devices", bdf, "iommu_group", "type"))
         if t:
             types[bdf] = t
-    mode: Optional[str]
+    mode: str | None
     if names is None:  # unreadable: the IOMMU may well be on
         return IommuFacts(enabled=None, mode="unknown", cmdline_flags=flags)
     if not groups:
@@ -247,19 +256,19 @@ def collect_iommu(roots: Roots, gpu_bdfs: Iterable[str]) -> IommuFacts:
                       cmdline_flags=flags)
 
 
-def _rate_gbps(text: Optional[str]) -> Optional[float]:
+def _rate_gbps(text: str | None) -> float | None:
     m = re.match(r"\s*([\d.]+)\s*Gb/sec", text or "")
     return float(m.group(1)) if m else None
 
 
-def _state(text: Optional[str]) -> Optional[str]:
+def _state(text: str | None) -> str | None:
     """sysfs '4: ACTIVE' / '5: LinkUp' -> 'ACTIVE' / 'LinkUp'."""
     if not text:
         return None
     return text.split(":", 1)[1].strip() if ":" in text else text.strip()
 
 
-def collect_ib(roots: Roots) -> tuple[Optional[bool], list[IbPort]]:
+def collect_ib(roots: Roots) -> tuple[bool | None, list[IbPort]]:
     base = roots.s("class", "infiniband")
     devs = _ls(base)
     if devs is None:
@@ -306,7 +315,7 @@ def collect_net(roots: Roots) -> list[NetIface]:
     return out
 
 
-def collect_peermem(roots: Roots) -> tuple[Optional[bool], Optional[str]]:
+def collect_peermem(roots: Roots) -> tuple[bool | None, str | None]:
     text = read_text(roots.p("modules"))
     if text is not None:
         loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
@@ -321,7 +330,7 @@ def collect_peermem(roots: Roots) -> tuple[Optional[bool], Optional[str]]:
 
 # ---------------------------------------------------------------------------------- NVML worker streams
 
-def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPair], list[NvLinkDetail], Optional[str]]:
+def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPair], list[NvLinkDetail], str | None]:
     """(GPU index -> bus id, pairs, NVLink details, NVML failure) from a ``topology`` worker stream."""
     bus: dict[int, str] = {}
     pairs: dict[tuple[int, int], NvmlPair] = {}
@@ -379,7 +388,7 @@ def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, s
     return out, errs
 
 
-def _worker(mode: str, timeout: float, run: Runner) -> tuple[list[str], Optional[str]]:
+def _worker(mode: str, timeout: float, run: Runner) -> tuple[list[str], str | None]:
     env = dict(os.environ)
     env.pop("PYTHONSTARTUP", None)
     res = run([sys.executable, str(WORKER), mode], timeout=timeout, env=env)
@@ -425,8 +434,8 @@ def recheck_nvlink_errors(facts, timeout: float = 30.0, run: Runner = run_cmd) -
 
 # ---------------------------------------------------------------------------------- the probe
 
-def probe_topology(opts=None, roots: Optional[Roots] = None, run: Runner = run_cmd,
-                   which: Callable[[str], Optional[str]] = shutil.which) -> TopologyFacts:
+def probe_topology(opts=None, roots: Roots | None = None, run: Runner = run_cmd,
+                   which: Callable[[str], str | None] = shutil.which) -> TopologyFacts:
     """Collect TopologyFacts. Never raises for a missing tool or file: each part that fails is
     recorded in ``errors`` (and ``matrix_error``) and the rest is still collected."""
     roots = roots or Roots()

@@ -6,13 +6,8 @@ else the running interpreter when it has torch, else the first ``python3`` on PA
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import shutil
-import sys
 from pathlib import Path
-from typing import Optional
 
 from gpudoctor.facts.model import TorchFacts
 from gpudoctor.probes.runner import ProbeFailed
@@ -22,7 +17,7 @@ SCRIPT = Path(__file__).with_name("torch_script.py")
 MARK = "GPUDOCTOR_TORCH_JSON "
 
 
-def choose_interpreter(requested: Optional[str]) -> str:
+def choose_interpreter(requested: str | None) -> str:
     """The interpreter to probe. Raises ProbeFailed(kind='missing') if ``requested`` is not found."""
     from gpudoctor.probes.torch_start import resolve_interpreter
 
@@ -32,7 +27,7 @@ def choose_interpreter(requested: Optional[str]) -> str:
     return path
 
 
-def parse_output(stdout: str) -> Optional[dict]:
+def parse_output(stdout: str) -> dict | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             try:

@@ -12,7 +12,6 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
 
 from gpudoctor.probes.subproc import CmdResult, run_cmd
 
@@ -20,7 +19,7 @@ SCRIPT = Path(__file__).with_name("torch_script.py")
 _started: dict[str, tuple[threading.Thread, dict]] = {}
 
 
-def resolve_interpreter(requested: Optional[str]) -> Optional[str]:
+def resolve_interpreter(requested: str | None) -> str | None:
     """``--python`` (a name on PATH or a path), else this interpreter when it has torch, else ``python3``
     on PATH. None when ``requested`` does not exist or is not an executable file."""
     if requested:
@@ -34,7 +33,7 @@ def resolve_interpreter(requested: Optional[str]) -> Optional[str]:
     return shutil.which("python3") or sys.executable
 
 
-def start(requested: Optional[str], timeout_s: float) -> None:
+def start(requested: str | None, timeout_s: float) -> None:
     """Launch the torch probe child for ``requested`` in a background thread (no-op if unresolvable)."""
     python = resolve_interpreter(requested)
     if python is None or python in _started:
@@ -46,7 +45,7 @@ def start(requested: Optional[str], timeout_s: float) -> None:
     _started[python] = (th, box)
 
 
-def take(python: str, timeout_s: float) -> Optional[CmdResult]:
+def take(python: str, timeout_s: float) -> CmdResult | None:
     """The result of a child started by :func:`start` for ``python`` (waits for it), or None."""
     entry = _started.pop(python, None)
     if entry is None:

@@ -4,8 +4,6 @@ Rendering only: reads a ClusterReport, writes to a rich Console.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -58,7 +56,7 @@ def nodes_table(report: ClusterReport) -> Table:
     return t
 
 
-def _gbs(x: Optional[float]) -> str:
+def _gbs(x: float | None) -> str:
     return f"{x:.3g} GB/s" if x is not None else "?"
 
 

@@ -6,7 +6,6 @@ never writes to stdout, so `--json` output stays clean.
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 
 class RunProgress:
@@ -15,13 +14,13 @@ class RunProgress:
     ``console``: a rich Console (default: stderr); ``enabled``: default when that console is a terminal.
     """
 
-    def __init__(self, console=None, enabled: Optional[bool] = None):
+    def __init__(self, console=None, enabled: bool | None = None):
         self.console = console
         self.enabled = enabled
         self.bar = None
         self.tasks: dict[str, int] = {}
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         if self.enabled is None:
             self.enabled = self.console.is_terminal if self.console is not None else sys.stderr.isatty()
         if self.enabled:

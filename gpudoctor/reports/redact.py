@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Mapping, Optional, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from gpudoctor.probes.env import REDACTED, is_secret
 
@@ -35,7 +36,7 @@ _NAME = r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?ke
 _NAMED = re.compile(rf"(?i)(\b{_NAME}[\"']?\s*[=:]\s*[\"']?|--{_NAME}[ =][\"']?)(?!<redacted>)([^\s\"',;)}}\]]{{3,}})")
 
 
-def secret_values(environ: Optional[Mapping[str, str]] = None, min_len: int = 8) -> list[str]:
+def secret_values(environ: Mapping[str, str] | None = None, min_len: int = 8) -> list[str]:
     """Values of the secret-looking variables of ``environ`` (default os.environ), longest first."""
     environ = os.environ if environ is None else environ
     vals = {v for k, v in environ.items() if v and len(v) >= min_len and is_secret(k, v)}
@@ -64,7 +65,7 @@ def _walk(obj: Any, values: list[str]) -> Any:
     return obj
 
 
-def scrub_model(model: M, environ: Optional[Mapping[str, str]] = None) -> M:
+def scrub_model(model: M, environ: Mapping[str, str] | None = None) -> M:
     """A copy of a pydantic report (Report, ClusterReport, Snapshot) with every string scrubbed (see module doc).
 
     Dict keys (variable names, rule ids) are kept; only values change. Never raises for a valid model.

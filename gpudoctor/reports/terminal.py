@@ -6,7 +6,6 @@ Colour is used only on a TTY, and never when NO_COLOR is set (rich handles both)
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Optional
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,7 +19,7 @@ MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", 
 GIB = 1024 ** 3
 
 
-def _gib(b: Optional[int]) -> str:
+def _gib(b: int | None) -> str:
     return f"{b / GIB:.0f} GiB" if b else "?"
 
 

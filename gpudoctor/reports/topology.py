@@ -4,8 +4,6 @@ affinity, the link classes with their bandwidth, and each GPU's and NIC's PCIe p
 Rendering only (reads TopologyFacts, writes to a rich Console)."""
 from __future__ import annotations
 
-from typing import Optional
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -17,7 +15,7 @@ STYLE = {"X": "dim", "NV": "bold green", "PIX": "cyan", "PXB": "cyan", "PHB": "y
          "SYS": "red"}
 
 
-def _cls(rel: Optional[str]) -> Optional[str]:
+def _cls(rel: str | None) -> str | None:
     if rel is None:
         return None
     if rel.startswith("NV"):
@@ -25,13 +23,13 @@ def _cls(rel: Optional[str]) -> Optional[str]:
     return "SYS" if rel == "SOC" else rel
 
 
-def _cell(rel: Optional[str]) -> str:
+def _cell(rel: str | None) -> str:
     if rel is None:
         return "[dim]?[/]"
     return f"[{STYLE.get(_cls(rel) or '', '')}]{escape(rel)}[/]"
 
 
-def matrix_table(topo: TopologyFacts) -> Optional[Table]:
+def matrix_table(topo: TopologyFacts) -> Table | None:
     """The topo -m matrix (or NVML's pair view when the matrix is missing) as a rich Table."""
     m = topo.matrix
     if m is not None:
@@ -68,7 +66,7 @@ def matrix_table(topo: TopologyFacts) -> Optional[Table]:
     return None
 
 
-def _hop(d: Optional[PcieDevice], bdf: str) -> str:
+def _hop(d: PcieDevice | None, bdf: str) -> str:
     if d is None:
         return escape(bdf)
     parts = [escape(bdf)]

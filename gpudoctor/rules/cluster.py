@@ -8,7 +8,8 @@ to the value of the lowest node rank).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Callable, Hashable, Optional, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 from gpudoctor.facts.cluster import AllReduceResult, NodeEntry, PairwiseResult
 from gpudoctor.facts.findings import Finding, RuleOutcome
@@ -24,8 +25,8 @@ MAX_LISTED = 8
 class ClusterCtx(Ctx):
     """What a cluster rule sees: every node entry, the all-reduce and the pairwise results."""
 
-    def __init__(self, nodes: Sequence[NodeEntry], spec: RuleSpec, allreduce: Optional[AllReduceResult] = None,
-                 pairwise: Optional[PairwiseResult] = None):
+    def __init__(self, nodes: Sequence[NodeEntry], spec: RuleSpec, allreduce: AllReduceResult | None = None,
+                 pairwise: PairwiseResult | None = None):
         super().__init__(None, spec)  # type: ignore[arg-type]
         self.nodes = list(nodes)
         self.allreduce = allreduce
@@ -63,7 +64,7 @@ def split_majority(values: dict[str, Hashable], order: Sequence[str]):
 
 
 def differ(ctx: ClusterCtx, what: str, get: Callable[[NodeEntry], Any], show: Callable[[Any], str] = str,
-           subject: Optional[str] = None):
+           subject: str | None = None):
     """One finding when ``get(node)`` is not the same on every reported node that knows it (None = unknown)."""
     nodes = ctx.reported()
     order = [n.label for n in nodes]
@@ -154,7 +155,7 @@ def stack_differs(ctx):
                        "torch facts missing on all but one node")
 
 
-def gpu_models(n: NodeEntry) -> Optional[tuple[str, ...]]:
+def gpu_models(n: NodeEntry) -> tuple[str, ...] | None:
     nv = _nvml(n)
     if nv is None:
         return None
@@ -189,7 +190,7 @@ def gpus_differ(ctx):
     return out
 
 
-def pcie_signature(n: NodeEntry) -> Optional[tuple[str, ...]]:
+def pcie_signature(n: NodeEntry) -> tuple[str, ...] | None:
     """Each GPU's link as 'Gen<max> x<current width>' (sorted). Current generation is not used: GPUs lower it at
     idle (checklist H8); the width a link trained at does not change with load."""
     nv = _nvml(n)
@@ -204,7 +205,7 @@ def pcie_signature(n: NodeEntry) -> Optional[tuple[str, ...]]:
     return tuple(sorted(sig)) or None
 
 
-def ib_signature(n: NodeEntry) -> Optional[tuple[str, ...]]:
+def ib_signature(n: NodeEntry) -> tuple[str, ...] | None:
     """Rates of the node's InfiniBand/RoCE ports (sorted; a port not ACTIVE counts as 'down'), from the topology
     section when the snapshot has one (issue 3); None when it has none."""
     snap = n.report.snapshot if n.report else None
@@ -382,8 +383,8 @@ def allreduce_failed(ctx):
         yield ctx.finding([f"check all-reduce over {ar.ranks} ranks returned a wrong sum"], subject=f"{ar.nodes} nodes")
 
 
-def evaluate_cluster(nodes: Sequence[NodeEntry], allreduce: Optional[AllReduceResult] = None,
-                     pairwise: Optional[PairwiseResult] = None) -> tuple[list[Finding], list[RuleOutcome]]:
+def evaluate_cluster(nodes: Sequence[NodeEntry], allreduce: AllReduceResult | None = None,
+                     pairwise: PairwiseResult | None = None) -> tuple[list[Finding], list[RuleOutcome]]:
     """Run every cluster-scope rule; a rule bug becomes a not-assessed outcome, never a traceback."""
     findings: list[Finding] = []
     outcomes: list[RuleOutcome] = []

@@ -5,8 +5,6 @@ The runs themselves live in :mod:`gpudoctor.confirm`; these rules judge their fa
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from gpudoctor.confirm.analysis import attribute_loss, transport_verdict
 from gpudoctor.confirm.plan import fmt_size
 from gpudoctor.facts.topology import nvlink_generation
@@ -44,7 +42,7 @@ def _cfg(section: str) -> dict:
     return data.load("confirm")[section]
 
 
-def _nvml_gpu(ctx, uuid: Optional[str], bus: Optional[str], index: int, world: int):
+def _nvml_gpu(ctx, uuid: str | None, bus: str | None, index: int, world: int):
     """The NVML GPU a torch device is: by UUID, else PCI bus id, else index when nothing is hidden."""
     nv = ctx.snap.nvml
     if nv is None or not nv.available or not nv.gpus:
@@ -65,7 +63,7 @@ def _nvml_gpu(ctx, uuid: Optional[str], bus: Optional[str], index: int, world: i
     return None
 
 
-def pcie_line_gbs(gen: Optional[int], width: Optional[int]) -> Optional[float]:
+def pcie_line_gbs(gen: int | None, width: int | None) -> float | None:
     """PCIe line rate in GB/s, one direction, for a generation and lane count (rules/confirm.toml)."""
     if not gen or not width:
         return None
@@ -73,7 +71,7 @@ def pcie_line_gbs(gen: Optional[int], width: Optional[int]) -> Optional[float]:
     return per_lane * width if per_lane else None
 
 
-def nvlink_gbs(g) -> tuple[float, int, Optional[int]]:
+def nvlink_gbs(g) -> tuple[float, int, int | None]:
     """(GB/s one direction over the GPU's active NVLinks, active link count, NVLink generation). An unknown
     generation counts 25 GB/s per link (rules/confirm.toml [nvlink.per_link_gbs] default), never 0."""
     cfg = _cfg("nvlink")

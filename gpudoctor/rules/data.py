@@ -28,7 +28,7 @@ def data_dirs() -> list[Path]:
     return [d for d in dirs if d.is_dir()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(name: str) -> dict[str, Any]:
     """Parse ``<name>.toml`` from the first data folder that has it.
 

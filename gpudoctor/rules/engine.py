@@ -8,8 +8,9 @@ apply to this host (e.g. PCIe rules without GPUs). No findings and no exception 
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Summary
 from gpudoctor.facts.model import Snapshot
@@ -39,7 +40,7 @@ class RuleSpec:
     fix: str
     sources: tuple[str, ...]
     ok: str
-    func: Callable[["Ctx"], Optional[Iterable[Finding]]] = field(compare=False, repr=False)
+    func: Callable[[Ctx], Iterable[Finding] | None] = field(compare=False, repr=False)
     scope: str = "node"  # "node": run by evaluate() on one snapshot; "cluster": by gpudoctor.cluster over many
 
 
@@ -52,7 +53,7 @@ REGISTRY: dict[str, RuleSpec] = {}
 
 
 def rule(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
-         ok: Optional[str] = None, scope: str = "node"):
+         ok: str | None = None, scope: str = "node"):
     """Register a rule. Its docstring is the 'what it does' paragraph; ``title`` names the problem,
     ``ok`` the healthy state shown when the rule passes.
 
@@ -78,7 +79,7 @@ class Ctx:
     def __init__(self, snap: Snapshot, spec: RuleSpec):
         self.snap = snap
         self.spec = spec
-        self.partial: Optional[str] = None  # set when the rule read facts known only in part
+        self.partial: str | None = None  # set when the rule read facts known only in part
 
     def known(self, section: str, field: str) -> bool:
         """True unless ``section`` was built from partial text that did not give ``field``.
@@ -99,9 +100,9 @@ class Ctx:
             raise NotAssessed(f"{', '.join(missing)} not in the facts (from {src})")
         return sec
 
-    def finding(self, evidence: list[str], *, subject: Optional[str] = None, severity: Optional[Severity] = None,
-                title: Optional[str] = None, remedy: Optional[str] = None, data: Optional[dict[str, Any]] = None,
-                sources: Optional[Iterable[str]] = None) -> Finding:
+    def finding(self, evidence: list[str], *, subject: str | None = None, severity: Severity | None = None,
+                title: str | None = None, remedy: str | None = None, data: dict[str, Any] | None = None,
+                sources: Iterable[str] | None = None) -> Finding:
         return Finding(rule_id=self.spec.id, severity=severity or self.spec.severity, area=self.spec.area,
                        title=title or self.spec.title, subject=subject, evidence=evidence,
                        remedy=remedy or self.spec.fix, sources=list(sources or self.spec.sources), data=data or {})
@@ -137,7 +138,7 @@ class Ctx:
         return self.snap.env.variables
 
 
-def evaluate(snap: Snapshot, only: Optional[Iterable[str]] = None) -> Report:
+def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
     """Run the registered rules (or the ``only`` ids) over ``snap``; return the full Report."""
     findings: list[Finding] = []
     outcomes: list[RuleOutcome] = []

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpudoctor.rules import data
-from gpudoctor.rules.engine import NotAssessed, rule
+from gpudoctor.rules.engine import rule
 
 NVML_API = "https://docs.nvidia.com/deploy/nvml-api/"
 MIB = 1024 * 1024

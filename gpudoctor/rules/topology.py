@@ -6,8 +6,6 @@ rules/topology.toml with their sources.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from gpudoctor.facts import topology as T
 from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
@@ -46,12 +44,12 @@ def _multi_gpu(ctx, topo) -> int:
     return n
 
 
-def _is_vm(ctx) -> Optional[bool]:
+def _is_vm(ctx) -> bool | None:
     h = ctx.snap.host
     return None if h is None else bool(h.virtualization)
 
 
-def multi_node(env: dict[str, str]) -> Optional[bool]:
+def multi_node(env: dict[str, str]) -> bool | None:
     """True when the launcher's variables say the job spans nodes (WORLD_SIZE > LOCAL_WORLD_SIZE,
     SLURM_NNODES / SLURM_JOB_NUM_NODES > 1); False when they say one node; None when unknown."""
     def num(name):
@@ -163,7 +161,7 @@ def cross_socket(ctx):
     yield ctx.finding(ev, subject="GPU pairs", data={"pairs": [[p.a, p.b] for p in sys_pairs], "total": len(pairs)})
 
 
-def _busy(ctx) -> Optional[bool]:
+def _busy(ctx) -> bool | None:
     nv = ctx.snap.nvml
     if nv is None or not nv.available or not nv.gpus:
         return None

@@ -110,7 +110,8 @@ def runtime_vs_driver(ctx):
 
 
 def _under_mvc(ctx, t) -> bool:
-    from gpudoctor.compat.check import CAVEAT, runtime_vs_driver as verdict_of
+    from gpudoctor.compat.check import CAVEAT
+    from gpudoctor.compat.check import runtime_vs_driver as verdict_of
 
     nv = ctx.snap.nvml
     return bool(nv and nv.available and verdict_of(t.cuda, nv.driver_version, nv.cuda_driver_version).status == CAVEAT)

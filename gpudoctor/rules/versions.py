@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 
-def vtuple(text: Optional[str]) -> Optional[tuple[int, ...]]:
+def vtuple(text: str | None) -> tuple[int, ...] | None:
     """'580.159.04' -> (580, 159, 4); '12.4' -> (12, 4); None/garbage -> None."""
     if not text:
         return None
@@ -13,12 +12,12 @@ def vtuple(text: Optional[str]) -> Optional[tuple[int, ...]]:
     return tuple(int(p) for p in m.group(1).split(".")) if m else None
 
 
-def cc_tuple(cc: Optional[str]) -> Optional[tuple[int, int]]:
+def cc_tuple(cc: str | None) -> tuple[int, int] | None:
     t = vtuple(cc)
     return (t[0], t[1] if len(t) > 1 else 0) if t else None
 
 
-def arch_covers(arch_list: list[str], cc: tuple[int, int]) -> tuple[str, Optional[str]]:
+def arch_covers(arch_list: list[str], cc: tuple[int, int]) -> tuple[str, str | None]:
     """How a torch build's arch list serves a GPU of compute capability ``cc``.
 
     Returns (verdict, entry): 'native' (a cubin for this GPU or an older minor of the
@@ -30,8 +29,8 @@ def arch_covers(arch_list: list[str], cc: tuple[int, int]) -> tuple[str, Optiona
     later minors of the same major (CUDA 12.9 features).
     """
     major, minor = cc
-    best_sm: Optional[tuple[tuple[int, int], str]] = None
-    best_ptx: Optional[tuple[tuple[int, int], str]] = None
+    best_sm: tuple[tuple[int, int], str] | None = None
+    best_ptx: tuple[tuple[int, int], str] | None = None
     for entry in arch_list:
         m = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", entry.strip())
         if not m:
@@ -49,7 +48,7 @@ def arch_covers(arch_list: list[str], cc: tuple[int, int]) -> tuple[str, Optiona
     return ("ptx", best_ptx[1]) if best_ptx else ("none", None)
 
 
-def visible_device_count(cuda_visible_devices: Optional[str], nvml_count: int) -> int:
+def visible_device_count(cuda_visible_devices: str | None, nvml_count: int) -> int:
     """How many GPUs CUDA exposes under ``CUDA_VISIBLE_DEVICES`` given NVML's count.
 
     CUDA reads the comma list up to the first invalid entry; an empty value hides

@@ -5,8 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpudoctor.facts.cluster import ClusterReport
 from conftest import needs_torch  # noqa: E402
+
+from gpudoctor.facts.cluster import ClusterReport
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,6 @@ Every "node" is a separate process (a torchrun agent with its worker, or a task 
 variables srun sets). One node is made to differ through its environment: NCCL_ALGO, and the
 documented test-only knobs GPUDOCTOR_TEST_LINK_DELAY_MS / _CLOCK_SKEW_MS / _HANG.
 """
-import json
 import os
 import signal
 import socket
@@ -14,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs_torch  # noqa: E402
 
 from gpudoctor.facts.cluster import ClusterReport
-
-from conftest import needs_torch  # noqa: E402
 
 pytestmark = [pytest.mark.slow, needs_torch]
 ROOT = Path(__file__).resolve().parents[2]

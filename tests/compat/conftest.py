@@ -3,9 +3,7 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.facts.model import LibPathFacts, Snapshot
-from gpudoctor.parsers import ParseError
-from gpudoctor.parsers.collect_env import parse_collect_env
-from gpudoctor.parsers.torch_messages import facts_from_texts, parse_messages
+from gpudoctor.parsers.torch_messages import facts_from_texts
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 CORPUS = FIX / "corpus"

@@ -122,9 +122,9 @@ def test_installed_torch_default_mode():
 
 
 def test_pin_with_a_cuda_major_that_does_not_exist_is_bad_input():
-    from gpudoctor.compat.pins import PinError, parse_pin
-
     import pytest
+
+    from gpudoctor.compat.pins import PinError, parse_pin
 
     with pytest.raises(PinError, match="no CUDA 99.x exists"):
         parse_pin("2.5.1+cu999")

@@ -1,10 +1,9 @@
 """TRC003 / TRC004 and the CMP rules, each made to fire and kept quiet, on real cases and captures."""
-import json
 
 import pytest
 
 from gpudoctor.facts.load import load_path
-from gpudoctor.facts.model import GpuFacts, LibPathFacts, NvmlFacts, SharedLibrary, TorchFacts
+from gpudoctor.facts.model import GpuFacts, LibPathFacts, NvmlFacts, SharedLibrary
 from gpudoctor.probes.libpath import scan_dirs
 
 from .conftest import CORPUS, FIX, case_text, run, snapshot_from_texts
