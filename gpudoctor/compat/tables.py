@@ -99,6 +99,30 @@ def driver_max_cuda(driver: str) -> str | None:
 
 
 @functools.cache
+def driver_branches() -> dict[str, str]:
+    """Every driver branch the CUDA table names ("580") -> its lowest release in the table ("580.65.06").
+
+    Releases come from the toolkit rows' ``min_driver`` and the minor-version-compatibility floors
+    (rules/compat_cuda.toml); a branch named only by a ``branch = "R615"`` field has no release and is
+    absent. A branch ("R580") means "any driver of that branch", so a verdict on it must hold for the
+    branch's lowest release: callers judge a branch by this value (issue 15 item 1).
+    """
+    out: dict[str, str] = {}
+    rels = [r.min_driver for r in toolkits() if r.min_driver]
+    rels += [str(r.get("min_driver")) for r in data.load("compat_cuda").get("mvc", []) if r.get("min_driver")]
+    for rel in rels:
+        b = rel.split(".", 1)[0]
+        if b not in out or vtuple(rel) < vtuple(out[b]):
+            out[b] = rel
+    return out
+
+
+def branch_floor(branch: str) -> str | None:
+    """The lowest release of driver branch ``branch`` ("580" or "R580") in the tables; None if none."""
+    return driver_branches().get(branch.strip().lstrip("Rr"))
+
+
+@functools.cache
 def _mvc() -> dict[int, MvcRow]:
     return {int(r["major"]): MvcRow(major=int(r["major"]), min_driver=r["min_driver"], status=r.get("status", "unverified"),
                                     sources=tuple(sources("compat_cuda", r.get("source", []))))

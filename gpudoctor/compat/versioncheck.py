@@ -36,6 +36,7 @@ class Target:
 
     name: str
     driver: str | None = None
+    driver_branch: str | None = None    # "R580" when the user named a branch; driver is then its lowest release
     driver_cuda: str | None = None
     gpu: str | None = None          # the model as given / reported
     cc: str | None = None
@@ -45,7 +46,10 @@ class Target:
 
     def describe(self) -> str:
         parts = []
-        if self.driver:
+        if self.driver and self.driver_branch:
+            parts.append(f"driver {self.driver_branch}, judged by its lowest release in gpudoctor's tables, "
+                         f"{self.driver}")
+        elif self.driver:
             parts.append(f"driver {self.driver}")
         if self.gpu or self.cc:
             n = f"{self.count}x " if self.count else ""
@@ -66,6 +70,21 @@ def parse_driver(text: str, where: str = "--driver") -> str:
     return s.lstrip("Rr")
 
 
+def resolve_driver(text: str, where: str = "--driver") -> tuple[str, str | None]:
+    """A driver as the user gave it -> (version to judge, branch or None). Raises InputError.
+
+    A full release ('535.104.05') is judged as given. A branch ('R580', or '580' alone) means any
+    driver of that branch, so it is judged by the branch's lowest release in rules/compat_cuda.toml
+    (R580 -> 580.65.06): comparing the bare number would put '580' below every 580.x row (a false
+    FAIL). A branch the tables do not list keeps its number, which orders correctly against every
+    other branch's rows.
+    """
+    version = parse_driver(text, where)
+    if "." in version:
+        return version, None
+    return T.branch_floor(version) or version, f"R{version}"
+
+
 def parse_cc(text: str, where: str = "--cc") -> str:
     """'9.0' / 'sm_90' / 'sm90' / 'sm_100a' -> 'major.minor'. Raises InputError."""
     s = str(text).strip().lower()
@@ -84,7 +103,7 @@ def target_from(name: str, driver: str | None = None, gpu: str | None = None, cc
     """Validate one target. Raises InputError for an unknown GPU model or a bad driver / cc."""
     t = Target(name=name, count=count)
     if driver is not None:
-        t.driver = parse_driver(driver, f"{where}driver")
+        t.driver, t.driver_branch = resolve_driver(driver, f"{where}driver")
     if cc is not None:
         t.cc = parse_cc(cc, f"{where}cc")
     if gpu is not None:
