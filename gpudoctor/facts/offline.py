@@ -125,6 +125,23 @@ def _topo(text: str):
         return None, f"nvidia-smi topo -m parser failed: {type(exc).__name__}: {exc}"
 
 
+ANOTHER_REPORT = "another saved gpudoctor report"
+#: why each of gpudoctor's own outputs other than a saved report is not an input (parsers/detect.py OWN_OUTPUTS)
+_OWN_OUTPUT_REASONS = {
+    D.GD_TEXT: "a gpudoctor text report, not a saved one: `check` reads the JSON report "
+               "(`gpudoctor scan --save FILE` or `--json > FILE`), not the text, whose lines quote the signatures it "
+               "looked for",
+    D.GD_CLUSTER: "a cluster report (from `gpudoctor cluster`); `check` reads scan reports and text dumps -- "
+                  "pass it the per-node snapshot instead",
+    D.GD_VERSIONCHECK: "output of `gpudoctor cuda-version-check`, not a host dump: nothing to diagnose",
+    D.GD_STREAM: "a gpudoctor probe stream (JSON lines, as the NVML probe writes them), not a report: "
+                 "`check` reads the saved JSON report (`gpudoctor scan --save FILE`)",
+    D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
+}
+#: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
+SKIP_REASONS = (": unknown format", ": empty file", ANOTHER_REPORT) + tuple(_OWN_OUTPUT_REASONS.values())
+
+
 def _parse_file(path: str, text: str, col: Collected) -> str | None:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine)."""
     from gpudoctor.parsers import (
@@ -142,9 +159,13 @@ def _parse_file(path: str, text: str, col: Collected) -> str | None:
 
     kinds = D.detect(text)
     info = InputFile(path=path, kinds=list(kinds))
+    own = next((k for k in kinds if k in D.OWN_OUTPUTS), None)
+    if own is not None:  # explained, never parsed and never searched for error signatures
+        return f"{path}: {_OWN_OUTPUT_REASONS[own]}"
     if D.JSON in kinds:
         if col.base is not None:
-            return f"{path}: a second saved report; `check` reads one report (plus any text dumps) per host"
+            used = next((i.path for i in col.inputs if D.JSON in i.kinds), "another file")
+            return f"{path}: {ANOTHER_REPORT} ({used} is used); `check` reads one report (plus any text dumps) per host"
         try:
             col.base = parse_document(text, path)
         except InputError as exc:
@@ -299,7 +320,7 @@ SKIPPED = "skipped: "
 
 
 def _skippable(err: str) -> bool:
-    return ": unknown format" in err or ": empty file" in err or err.endswith("empty")
+    return any(r in err for r in SKIP_REASONS) or err.endswith("empty")
 
 
 def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:

@@ -7,11 +7,55 @@ every text regardless.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from gpudoctor.parsers.signatures import ERRORISH
 
 JSON = "gpudoctor-json"
+# gpudoctor's own outputs other than a saved scan report: recognised so that they are explained, never read
+# as error logs (their lines quote the signatures they looked for: "SIG003 no 'CUDA error 802 ...' in the logs")
+GD_TEXT = "gpudoctor text report"
+GD_CLUSTER = "gpudoctor cluster report (JSON)"
+GD_VERSIONCHECK = "gpudoctor cuda-version-check output"
+GD_STREAM = "gpudoctor probe stream (JSON lines)"
+OTHER_JSON = "JSON (not a gpudoctor report)"
+OWN_OUTPUTS = (GD_TEXT, GD_CLUSTER, GD_VERSIONCHECK, GD_STREAM, OTHER_JSON)
+
+#: the first line of every terminal report gpudoctor prints (scan, check, smoke, bench, cluster), e.g.
+#: "gpudoctor 0.1.0 · 2026-11-29T13:18:51+00:00" or "gpudoctor 0.1.0 · cluster report · 2026-...": anywhere in the
+#: first lines (a capture may start with a date or the command line)
+_GD_HEADER = re.compile(r"\A(?:[^\n]*\n){0,5}?[ \t]*gpudoctor \d+\.\d+\S* · (?:[a-z][a-z ]+ · )?\d{4}-\d\d-\d\dT", re.M)
+#: cuda-version-check's text / github output: "PASS  torch ... on ...: reason" lines and the "N passed, N failed" tally
+_GD_CVC = re.compile(r"^(?:::(?:error|warning) [^\n]*title=gpudoctor cuda-version-check"
+                     r"|(?:PASS|FAIL)  torch \S+ [^\n]* on )"
+                     r"|<testsuite [^>]*name=\"gpudoctor cuda-version-check\"", re.M)
+
+
+def _json_kind(text: str) -> str:
+    """What a text that starts with '{' is: a scan report / snapshot (JSON), another gpudoctor JSON output, a probe
+    stream (one JSON object a line) or some other JSON."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        lines = [x for x in text.splitlines() if x.strip()]
+        try:
+            objs = [json.loads(x) for x in lines[:50]]
+        except ValueError:
+            return JSON  # broken JSON: the report loader names the error
+        if len(objs) > 1 and all(isinstance(o, dict) for o in objs):
+            return GD_STREAM if all("t" in o for o in objs) else OTHER_JSON
+        return JSON
+    if not isinstance(doc, dict):
+        return JSON
+    kind = doc.get("kind")
+    if kind == "gpudoctor-cluster-report":
+        return GD_CLUSTER
+    if kind == "gpudoctor-cuda-version-check":
+        return GD_VERSIONCHECK
+    if kind == "gpudoctor-report" or "schema_version" in doc:
+        return JSON
+    return OTHER_JSON
 SMI_XML = "nvidia-smi -q -x"
 SMI_Q = "nvidia-smi -q"
 SMI = "nvidia-smi"
@@ -86,7 +130,11 @@ def detect(text: str) -> list[str]:
     """The formats found in ``text`` (see the module constants), in a stable order; [] when none."""
     text = text.replace("\ufeff", "")  # a byte-order mark (Windows editors) hides the first line from ^ and \\A
     if text.lstrip().startswith("{"):  # a gpudoctor report or snapshot is a JSON object
-        return [JSON]
+        return [_json_kind(text.strip())]
+    if _GD_HEADER.search(text):
+        return [GD_TEXT]
+    if _GD_CVC.search(text):
+        return [GD_VERSIONCHECK]
     kinds = [kind for kind, rx in _RULES if rx.search(text)]
     if SMI_XML in kinds:
         return [SMI_XML]
