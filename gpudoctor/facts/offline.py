@@ -23,6 +23,7 @@ from gpudoctor.facts.load import InputError, parse_document
 from gpudoctor.facts.model import EnvFacts, InputFile, LogFacts, NcclLogFacts, NvmlFacts, Snapshot
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers import detect as D
+from gpudoctor.parsers._text import clip
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
@@ -263,7 +264,7 @@ def _parse_file(path: str, text: str, col: Collected) -> str | None:
     if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:
         return f"{path}: recognised as {', '.join(structured)} but nothing could be read ({failures[0]})"
     if failures and not info.note:
-        info.note = "; ".join(failures)[:300]
+        info.note = clip("; ".join(failures), 300)
     col.inputs.append(info)
     return None
 

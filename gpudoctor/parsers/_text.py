@@ -15,6 +15,26 @@ def clean(text: str) -> str:
     return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).replace("\x00", "").replace("\ufeff", "")
 
 
+def clip(text: str, limit: int, focus: int = 0) -> str:
+    """``text`` shortened to about ``limit`` characters at word boundaries, with "…" where it was cut.
+
+    ``focus`` (a character index) is kept inside the excerpt: a long line is cut around the part that matters
+    (a signature's match), not before it. Evidence is quoted to a human, so it is never cut mid-word.
+    """
+    if len(text) <= limit:
+        return text
+    start = 0
+    if focus > limit * 2 // 3:
+        start = max(0, min(focus - limit // 3, len(text) - limit))
+        sp = text.find(" ", start)
+        start = sp + 1 if 0 <= sp < start + 40 else start
+    end = start + limit
+    if end < len(text):
+        sp = text.rfind(" ", start + limit // 2, end)
+        end = sp if sp > 0 else end
+    return ("… " if start else "") + text[start:end].rstrip() + (" …" if end < len(text) else "")
+
+
 def na(value: str | None) -> bool:
     return value is None or value.strip().lower() in NA
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gpudoctor.facts.model import CpuFacts, EnvFacts, GpuFacts, HostFacts, NvmlFacts, TorchFacts
 from gpudoctor.parsers import ParseError
-from gpudoctor.parsers._text import clean, na, to_bool
+from gpudoctor.parsers._text import clean, clip, na, to_bool
 from gpudoctor.probes.env import collect_env
 
 SOURCE = "collect_env"
@@ -71,7 +71,7 @@ def parse_collect_env(text: str) -> CollectEnv:
             driver_cuda = f"{num // 1000}.{num % 1000 // 10}"
         w = _WARN.search(line)
         if w and warn is None:
-            warn = w.group(1)[:300]
+            warn = clip(w.group(1), 300)
         if not s:
             if mode in ("gpus",):
                 mode = None
@@ -157,6 +157,10 @@ def _torch(keys: dict[str, str], packages: dict[str, str], warn: str | None) -> 
     for name in ("torchvision", "torchaudio"):
         if name in packages:
             setattr(t, f"{name}_version", packages[name])
+        elif any(p > name for p in packages):
+            # pip lists packages sorted by name: one sorted after it shows the list reached its place, so it is
+            # absent; a list cut before that place (an excerpt) leaves it unknown
+            setattr(t, f"{name}_version", None)
     return t
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gpudoctor.facts.model import XidEvent
 from gpudoctor.parsers import ParseError
-from gpudoctor.parsers._text import clean
+from gpudoctor.parsers._text import clean, clip
 
 _PREFIX = re.compile(r"^\s*(?:\[\s*[\d.]+\]\s*|<\d+>\s*|\w{3}\s+\d+\s+[\d:]+\s+\S+\s+kernel:\s*(?:\[\s*[\d.]+\]\s*)?)?")
 _NVRM = re.compile(r"NVRM:\s*(.*)$")
@@ -56,10 +56,10 @@ def parse_kernel_log(text: str) -> KernelLog:
         x = _XID.search(line)
         if x:
             bus = x.group(1).rstrip(":")
-            log.xids.append(XidEvent(xid=int(x.group(2)), pci_bus_id=bus, line=line.strip()[:300]))
+            log.xids.append(XidEvent(xid=int(x.group(2)), pci_bus_id=bus, line=clip(line.strip(), 300)))
         m = _NVRM.search(line)
         if m:
-            log.messages.append(("NVRM: " + m.group(1).strip())[:400])
+            log.messages.append(clip("NVRM: " + m.group(1).strip(), 400))
     if not log.messages and not log.xids:
         raise ParseError("no NVRM or Xid line")
     return log

@@ -10,7 +10,7 @@ import re
 
 from gpudoctor.facts.model import NcclLogFacts
 from gpudoctor.parsers import ParseError
-from gpudoctor.parsers._text import clean
+from gpudoctor.parsers._text import clean, clip
 
 _LINE = re.compile(r"^(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[\d+\]\s+)?.*?NCCL\s+(?P<lvl>INFO|WARN|TRACE)\s+(?P<msg>.*)$")
 _VERSION = re.compile(r"NCCL version\s+([\d.]+(?:\+\S+)?)")
@@ -42,7 +42,7 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
         msg, lvl, host = m.group("msg").strip(), m.group("lvl"), m.group("host")
         if lvl == "WARN":
             if len(f.warnings) < MAX_WARN:
-                f.warnings.append(msg[:300])
+                f.warnings.append(clip(msg, 300))
             continue
         if msg.startswith("cudaDriverVersion"):
             n = re.search(r"(\d+)", msg)

@@ -156,7 +156,12 @@ def parse_table(text: str) -> NvmlFacts:
     if procs_seen:
         for g in gpus:
             g.processes = list(g.processes)  # mark 'processes' as known (an empty list = none running)
-    nv.gpus = gpus
+    if h:
+        nv.available = True  # the header's driver version: the driver answered
+    if gpus or proc_section:
+        # the GPU list is known when rows were read, or the paste reaches the process table (after every GPU row);
+        # a paste cut after the header leaves it unknown (not "no GPU")
+        nv.gpus = gpus
     return _finish(nv)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpudoctor.facts.model import SignatureHit
-from gpudoctor.parsers._text import clean
+from gpudoctor.parsers._text import clean, clip
 
 MAX_LINES = 3
 MAX_LINE_CHARS = 300
@@ -49,7 +49,9 @@ def _evidence(text: str, m: re.Match) -> str:
     start = text.rfind("\n", 0, m.start()) + 1
     end = text.find("\n", m.end())
     end = len(text) if end < 0 else end
-    return " ".join(text[start:end].split())[:MAX_LINE_CHARS]
+    line = text[start:end]
+    before = len(" ".join(line[: m.start() - start].split()))  # where the match starts once spaces are squeezed
+    return clip(" ".join(line.split()), MAX_LINE_CHARS, focus=before)
 
 
 def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
@@ -115,7 +117,7 @@ def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: 
         k = bisect.bisect_right(starts, end) - 1  # the last covered interval that starts before the line ends
         if k >= 0 and ends[k] >= start:
             continue
-        s = " ".join(line.split())[:MAX_LINE_CHARS]
+        s = clip(" ".join(line.split()), MAX_LINE_CHARS)
         if s and s not in out:
             out.append(s)
             if len(out) >= limit:

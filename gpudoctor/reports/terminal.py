@@ -45,7 +45,8 @@ def header_lines(report: Report) -> list[str]:
             extra = ", ".join(x for x in (_gib(g.memory_total_bytes) if g.memory_total_bytes else None,
                                           f"cc {g.compute_capability}" if g.compute_capability else None) if x)
             models[f"{g.name or '?'}" + (f" ({extra})" if extra else "")] += 1
-        gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or "none"
+        listed = "gpus" in s.known_fields.get("nvml", ["gpus"])
+        gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or ("none" if listed else "? (not in the inputs)")
         lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version or '?'} · "
                      f"CUDA driver API {nv.cuda_driver_version or '?'}")
     elif nv is None and s.inputs:
@@ -59,7 +60,8 @@ def header_lines(report: Report) -> list[str]:
         lines.append("[bold]PyTorch[/] unknown: the torch probe failed (see probe errors)")
     if t:
         if t.installed and t.version:
-            extra = ", ".join(x for x in (f"CUDA {t.cuda}" if t.cuda else "CPU-only build",
+            cuda_known = "cuda" in s.known_fields.get("torch", ["cuda"])
+            extra = ", ".join(x for x in (f"CUDA {t.cuda}" if t.cuda else "CPU-only build" if cuda_known else "CUDA ?",
                                           f"cuDNN {t.cudnn_version}" if t.cudnn_version else None,
                                           f"NCCL {t.nccl_version}" if t.nccl_version else None) if x)
             lines.append(f"[bold]PyTorch[/] {t.version} ({extra}) · {escape(t.interpreter)}")

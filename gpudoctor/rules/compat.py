@@ -9,6 +9,7 @@ import re
 
 from gpudoctor.compat import check as C
 from gpudoctor.compat import tables as T
+from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.rules.versions import vtuple
 
@@ -21,12 +22,16 @@ LDSO_URL = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 PIP_URL = "https://pytorch.org/get-started/previous-versions/"
 
 
-def _torch(ctx):
+def _torch(ctx, *fields: str):
+    """The torch facts; NotAssessed when the input (e.g. a collect_env excerpt) did not give one of ``fields``:
+    a fact missing from an input is unknown, not absent."""
     t = ctx.snap.torch
     if t is None:
         raise NotAssessed("torch probe failed")
+    ctx.require("torch", "installed")
     if not t.installed or t.error and not t.version:
         raise NotApplicable("torch not importable (TRC001)")
+    ctx.require("torch", *fields)
     return t
 
 
@@ -43,14 +48,16 @@ def companions(ctx):
     versions do not belong to the installed torch release (table in rules/compat_torch.toml)."""
     t = _torch(ctx)
     if not (t.torchvision_version or t.torchaudio_version or t.torchvision_error):
+        ctx.require("torch", "torchvision_version", "torchaudio_version")
         raise NotApplicable("neither torchvision nor torchaudio installed")
     verdicts = C.companions(t.version, t.torchvision_version, t.torchaudio_version)
     fails = [v for v in verdicts if v.status == C.FAIL]
     if t.torchvision_error:
         ev = [f"torch {t.version}, torchvision {t.torchvision_version or '?'}",
-              f"import torchvision / torch.ops.torchvision.nms: {t.torchvision_error[:300]}"] + [v.reason for v in fails]
+              f"import torchvision / torch.ops.torchvision.nms: {clip(t.torchvision_error, 300)}"]
+        ev += [v.reason for v in fails]
         yield ctx.finding(ev, subject="torchvision", data={"torch": t.version, "torchvision": t.torchvision_version,
-                                                          "error": t.torchvision_error[:300]})
+                                                          "error": clip(t.torchvision_error, 300)})
         fails = [v for v in fails if v.check != "torchvision-vs-torch"]
     for v in fails:
         name = v.check.split("-")[0]
@@ -70,7 +77,7 @@ def companions(ctx):
       sources=[CPP_EXT_URL, "https://github.com/pytorch/pytorch/issues/73047", "checklist H2"])
 def nvcc_vs_torch(ctx):
     """Compares the nvcc release found through CUDA_HOME / PATH by the torch probe with torch.version.cuda."""
-    t = _torch(ctx)
+    t = _torch(ctx, "cuda", "nvcc_version")
     if not t.cuda:
         raise NotApplicable("no CUDA build of torch")
     if not t.nvcc_version:
@@ -114,7 +121,7 @@ def _dotted_cudnn(v):
 def libs_shadow(ctx):
     """Looks for libcudnn.so.* / libnccl.so.* in the LD_LIBRARY_PATH directories (file names only) with the
     same soname as torch's but another version, and checks whether torch actually loaded it."""
-    t = _torch(ctx)
+    t = _torch(ctx, "cuda")
     lp = ctx.snap.libpath
     if lp is None:
         raise NotAssessed("LD_LIBRARY_PATH probe missing")

@@ -117,6 +117,8 @@ class Ctx:
             # without a driver the GPUs (if any) cannot be read: unknown, not "none" (DRV001 says why)
             raise NotAssessed("NVML unusable (see DRV001): the GPUs cannot be read")
         if not nv.gpus:
+            if not self.known("nvml", "gpus"):  # an excerpt that stops before the GPU rows: unknown, not none
+                raise NotAssessed(f"the GPU list is not in the input ({nv.source})")
             raise NotApplicable("no NVIDIA GPU visible to NVML")
         return nv.gpus
 

@@ -1,6 +1,7 @@
 """PyTorch rules (family TRC): is the torch in the target interpreter able to use these GPUs?"""
 from __future__ import annotations
 
+from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.rules.versions import cc_tuple, visible_device_count
 
@@ -103,7 +104,7 @@ def runtime_vs_driver(ctx):
                           data=v.data, sources=list(ctx.spec.sources) + v.sources)
         return
     if t.cuda_error:
-        ev.append(f"torch CUDA init: {t.cuda_error[:300]}")
+        ev.append(f"torch CUDA init: {clip(t.cuda_error, 300)}")
     need = v.data.get("mvc_floor") or v.data.get("needs")
     yield ctx.finding(ev, data=v.data,
                       remedy=f"Upgrade the driver (>= {need}) or install a torch wheel the driver runs: {_index_hint(ctx)}")
@@ -185,7 +186,7 @@ def device_count(ctx):
     ev = [f"NVML: {n} GPU(s)" + (f"; CUDA_VISIBLE_DEVICES={cvd!r} -> {expected} visible" if cvd is not None else ""),
           f"torch: is_available()={t.cuda_available}, device_count()={t.device_count}"]
     if t.cuda_error:
-        ev.append(f"CUDA init: {t.cuda_error[:300]}")
+        ev.append(f"CUDA init: {clip(t.cuda_error, 300)}")
     if expected == 0 and cvd is not None:
         yield ctx.finding(ev, title="CUDA_VISIBLE_DEVICES hides every GPU",
                           remedy="Unset CUDA_VISIBLE_DEVICES or list valid GPU indices / UUIDs.",
