@@ -52,7 +52,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 def report_console():
     """The console reports go to: the terminal's width on a TTY; 120 columns (or $COLUMNS) when piped or
     saved, so tables do not wrap at 80."""
-    from rich.console import Console
+    from gpudoctor.cli.output import Console
 
     if sys.stdout.isatty():
         return Console()
@@ -469,8 +469,9 @@ def explain(rule_id: str = typer.Argument(..., help="A rule id, e.g. GPU002.")):
         raise fail(f"unknown rule {rule_id!r}; `gpudoctor rules` lists them")
     text = rule_markdown(spec)
     if sys.stdout.isatty():  # a person reading: rendered; piped or redirected: the Markdown itself
-        from rich.console import Console
         from rich.markdown import Markdown
+
+        from gpudoctor.cli.output import Console
 
         Console().print(Markdown(text))
     else:
@@ -572,14 +573,15 @@ def cuda_version_check(
 
 def _flush_stdout() -> None:
     """Flush stdout now, so a reader that went away (`| head`) is a quiet SIGPIPE-style exit, not a shutdown error."""
+    from gpudoctor.cli.output import quiet_broken_pipe_exit
+
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        os._exit(141)
+        quiet_broken_pipe_exit()
+    except OSError as exc:  # > /dev/full: the buffered report could not be written
+        sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror or exc}\n")
+        os._exit(EXIT_USAGE)
 
 
 def main() -> None:
@@ -589,12 +591,21 @@ def main() -> None:
     except ImportError:  # pragma: no cover
         from click import exceptions as cx
 
+    from gpudoctor.cli.output import STDOUT_CLOSED, quiet_broken_pipe_exit, stdout_closed
+
+    if stdout_closed():  # `gpudoctor rules >&-`: every command writes its report there
+        sys.stderr.write(f"gpudoctor: error: {STDOUT_CLOSED}\n")
+        sys.exit(EXIT_USAGE)
     try:
         rv = app(standalone_mode=False)
         # --help prints and returns; typer.Exit(code) returns its code in non-standalone mode
         _flush_stdout()
         sys.exit(rv if isinstance(rv, int) else 0)
     except SystemExit:
+        from gpudoctor.cli.output import pipe_broken_by_framework
+
+        if pipe_broken_by_framework():  # typer's own EPIPE handling exits 1: make it the quiet EPIPE exit
+            quiet_broken_pipe_exit()
         _flush_stdout()
         raise
     except cx.UsageError as exc:
@@ -613,11 +624,7 @@ def main() -> None:
         sys.exit(130)
     except BrokenPipeError:
         # `gpudoctor ... | head`: the reader went away; exit like a process killed by SIGPIPE, quietly
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        os._exit(141)
+        quiet_broken_pipe_exit()
     except OSError as exc:
         if getattr(exc, "filename", None) is None and exc.errno is not None:  # writing stdout failed (disk full, ...)
             sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror}\n")
