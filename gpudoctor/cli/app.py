@@ -110,6 +110,10 @@ def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailO
     write_report(report, json_out, save, verbose, render)
     for msg in input_errors or []:
         sys.stderr.write(f"gpudoctor: error: {msg}\n")
+    conf = report.snapshot.confirmation
+    if conf is not None and conf.status == "interrupted":  # smoke / bench stopped by Ctrl-C or SIGTERM
+        sys.stderr.write("gpudoctor: interrupted; the report holds what was measured\n")
+        raise typer.Exit(130)
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
@@ -183,11 +187,12 @@ def scan(
             from gpudoctor.probes.topology import recheck_nvlink_errors
 
             recheck_nvlink_errors(snap.topology)  # did the all-reduce make the NVLink error counters rise? (TOP006)
-    except KeyboardInterrupt:
-        # the runner kills its process groups on the way out; report the static checks
+    except KeyboardInterrupt as exc:
+        # the runner kills its process groups on the way out; report the static checks and what the runs measured
         from gpudoctor.probes.subproc import kill_all
 
         kill_all()
+        snap.confirmation = getattr(exc, "facts", snap.confirmation)
         sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
         _emit_partial(snap, json_out, save, verbose)
     emit(evaluate(snap), json_out, save, verbose, fail_on)
@@ -231,7 +236,16 @@ def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: f
         raise fail(f"--python {interp}: not a Python 3 interpreter (`{interp} -c 'import sys'` did not answer)")
     probes = [Probe("host", "host", probe_host), Probe("env", "env", probe_env), Probe("cpu", "cpu", probe_cpu),
               Probe("nvml", "nvml", probe_nvml, timeout_s=lambda o: o.nvml_timeout_s + 5)]
-    snap = do_scan(ProbeOptions(python=interp), probes)
+    from gpudoctor.confirm.runner import INTERRUPTED, ConfirmInterrupted
+    from gpudoctor.facts.model import ConfirmationFacts
+    from gpudoctor.probes.runner import ScanInterrupted
+
+    try:
+        snap = do_scan(ProbeOptions(python=interp), probes)
+    except ScanInterrupted as exc:  # Ctrl-C / SIGTERM before the run: report the probes, exit 130
+        snap = exc.snapshot
+        snap.confirmation = ConfirmationFacts(status="interrupted", reason=INTERRUPTED + " (before the run started)")
+        return evaluate(snap, only=[rid for rid in REGISTRY if rid.startswith("CNF")])
     if not cpu and not (snap.nvml and snap.nvml.available and snap.nvml.gpus):
         why = snap.nvml.error if snap.nvml and snap.nvml.error else "NVML sees no GPU"
         raise fail(f"no NVIDIA GPU to run on ({why}); --cpu runs the same code with gloo on CPU")
@@ -241,6 +255,8 @@ def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: f
                                         timeout_s=timeout, on_progress=progress, keep_logs=keep_logs, **plan)
     except ValueError as exc:
         raise fail(str(exc))
+    except ConfirmInterrupted as exc:  # the ranks are ended; report what they measured (exit 130 in emit)
+        snap.confirmation = exc.facts
     if snap.confirmation.status == "error":
         raise fail(f"the run could not start: {snap.confirmation.reason}")
     snap.duration_s = snap.confirmation.seconds

@@ -139,6 +139,27 @@ def reap(run_id: str, wait_s: float = 1.0) -> int:
     return killed
 
 
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the ranks were stopped; what they had measured is kept"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C / SIGTERM during a launch: the ranks are ended, ``launch`` holds what they had measured."""
+
+    def __init__(self, launched: Launch) -> None:
+        super().__init__(INTERRUPTED)
+        self.launched = launched
+
+
+class ConfirmInterrupted(KeyboardInterrupt):
+    """Ctrl-C / SIGTERM during the confirmation runs; ``facts`` (status 'interrupted') keeps the measurements.
+
+    A KeyboardInterrupt, so a caller that only knows Ctrl-C still stops; one that reports uses ``facts``."""
+
+    def __init__(self, facts: ConfirmationFacts) -> None:
+        super().__init__(INTERRUPTED)
+        self.facts = facts
+
+
 def launch(spec: dict, python: str, *, name: str = "main", env_extra: dict[str, str] | None = None,
            on_progress: ProgressFn | None = None, keep_logs: bool = False) -> Launch:
     """Run the worker once with ``spec`` in interpreter ``python``; never raises for a failing run.
@@ -176,7 +197,19 @@ def launch(spec: dict, python: str, *, name: str = "main", env_extra: dict[str, 
                                          int(st.get("total") or 1), time.monotonic() - t0))
                 else:
                     on_progress(Progress(name, "starting the workers (import torch)", 0, 1, time.monotonic() - t0))
-    except BaseException:  # Ctrl-C: take the whole run down with us, leave nothing behind
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: end the ranks, keep what they wrote, leave nothing behind
+        reap(run_id, wait_s=0.0)
+        try:
+            launched = collect(rundir, spec, name=name, env_extra=env_extra, cmd=None,
+                               seconds=round(time.monotonic() - t0, 3), keep_logs=False)
+        except Exception:  # noqa: BLE001 - reading what is left must not hide the interrupt
+            launched = None
+        shutil.rmtree(rundir, ignore_errors=True)
+        if launched is None:
+            raise
+        launched.run.status, launched.run.message, launched.run.log_dir = "interrupted", INTERRUPTED, None
+        raise RunInterrupted(launched) from None
+    except BaseException:  # anything else: take the whole run down with us, leave nothing behind
         reap(run_id, wait_s=0.0)
         shutil.rmtree(rundir, ignore_errors=True)
         raise
@@ -250,7 +283,12 @@ def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: list[str] 
     spec = make_spec(cpu=cpu, nproc=nproc, tasks=list(tasks or ["copy", "allreduce", "ddp"]), timeout_s=timeout_s,
                      **plan)
     t0 = time.monotonic()
-    main = launch(spec, python, name="main", on_progress=on_progress, keep_logs=keep_logs)
+    try:
+        main = launch(spec, python, name="main", on_progress=on_progress, keep_logs=keep_logs)
+    except RunInterrupted as exc:
+        facts = facts_from(exc.launched, spec, python)
+        facts.reason, facts.seconds = INTERRUPTED, round(time.monotonic() - t0, 3)
+        raise ConfirmInterrupted(facts) from None
     facts = facts_from(main, spec, python)
     if main.run.status in ("failed", "hung"):
         world = main.world_size or 0
@@ -259,7 +297,12 @@ def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: list[str] 
             ok = []
             rspec = retry_spec(dict(spec, nproc=world or spec["nproc"]), min(timeout_s, retry_timeout_s))
             for name, env in TRANSPORT_RETRIES:
-                r = launch(rspec, python, name=name, env_extra=env, on_progress=on_progress, keep_logs=keep_logs)
+                try:
+                    r = launch(rspec, python, name=name, env_extra=env, on_progress=on_progress, keep_logs=keep_logs)
+                except RunInterrupted as exc:  # the main run's verdict stands; the re-runs are incomplete
+                    facts.runs.append(exc.launched.run)
+                    facts.seconds = round(time.monotonic() - t0, 3)
+                    raise ConfirmInterrupted(facts) from None
                 facts.runs.append(r.run)
                 ok.append(r.run.status == "ok")
             facts.transport_verdict, _ = analysis.transport_verdict(ok[0], ok[1])

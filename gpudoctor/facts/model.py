@@ -572,7 +572,7 @@ class ConfirmationRun(_Model):
 
     name: str
     env: dict[str, str] = Field(default_factory=dict, description="variables set for this run only")
-    status: Literal["ok", "failed", "hung", "error"]
+    status: Literal["ok", "failed", "hung", "error", "interrupted"]
     message: str | None = None
     culprit_rank: int | None = None
     seconds: float
@@ -584,7 +584,8 @@ class ConfirmationRun(_Model):
 
 class ConfirmationFacts(_Model):
     source: str = "gpudoctor confirmation runs: torch.multiprocessing spawn in the target interpreter, 127.0.0.1 rendezvous"
-    status: Literal["ok", "failed", "hung", "error", "skipped", "not_applicable"]
+    status: Literal["ok", "failed", "hung", "error", "skipped", "not_applicable", "interrupted"] = Field(
+        description="interrupted: Ctrl-C or SIGTERM ended the runs; what the ranks had measured is kept")
     reason: str | None = None
     interpreter: str | None = None
     torch_version: str | None = None

@@ -28,6 +28,8 @@ def _conf(ctx, need_ok: bool = False):
         raise NotApplicable(c.reason or c.status)
     if c.status == "error":
         raise NotAssessed(f"confirmation run could not start: {c.reason}")
+    if need_ok and c.status == "interrupted":
+        raise NotAssessed(c.reason or "the confirmation run was interrupted")
     if need_ok and c.status != "ok":
         raise NotAssessed(f"the confirmation run {c.status} (see CNF001)")
     return c
@@ -130,6 +132,8 @@ def run_failed(ctx):
     c = _conf(ctx)
     if c.status == "ok":
         return
+    if c.status == "interrupted":  # stopped by the user, not failed: nothing to blame
+        raise NotAssessed(c.reason or "the confirmation run was interrupted")
     main = c.runs[0] if c.runs else None
     ev = [f"{c.backend or '?'} run, world size {c.world_size or '?'}: {c.reason or c.status}"]
     if main:
