@@ -17,7 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "1.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after;
+# 1.4: inputs[].status / reason, confirmation status "interrupted"
 
 Unlimited = Literal["unlimited"]
 
@@ -452,6 +453,11 @@ class InputFile(_Model):
     kinds: list[str] = Field(default_factory=list)
     sections: list[str] = Field(default_factory=list)
     note: str | None = Field(None, description="e.g. 'recognised as nvidia-smi topo -m; parser not available'")
+    status: Literal["read", "skipped", "rejected"] = Field(
+        "read", description="read: used; skipped: found in a named folder but not an input `check` reads (notes, "
+                            "gpudoctor's own text reports, a second saved report); rejected: unusable (unreadable, "
+                            "binary, unknown format when named, newer schema): exit code 2")
+    reason: str | None = Field(None, description="why it was skipped or rejected (one line)")
 # --- confirmation runs (issue 9): short real workloads whose results become facts -----------------
 class Stat(_Model):
     """Median and spread of repeated measurements (same unit as the field holding it)."""

@@ -140,7 +140,7 @@ _OWN_OUTPUT_REASONS = {
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
 }
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
-SKIP_REASONS = (": unknown format", ": empty file", ANOTHER_REPORT) + tuple(_OWN_OUTPUT_REASONS.values())
+SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT) + tuple(_OWN_OUTPUT_REASONS.values())
 
 
 def _parse_file(path: str, text: str, col: Collected) -> str | None:
@@ -334,6 +334,8 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     files, errors = expand_paths(paths)
     named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
     col = Collected()
+    # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
+    unread = [InputFile(path=e.split(": ", 1)[0], status="rejected", reason=e.split(": ", 1)[-1]) for e in errors]
     for path in files:
         try:
             text = read_text(path)
@@ -344,10 +346,13 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
         if err:
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable
+            reason = err[len(path) + 2:] if err.startswith(path + ": ") else err
             if os.path.abspath(path) not in named and _skippable(err):
                 errors.append(SKIPPED + err)
+                unread.append(InputFile(path=path, status="skipped", reason=reason))
             else:
                 errors.append(err)
+                unread.append(InputFile(path=path, status="rejected", reason=reason))
     if not col.inputs:
         return None, errors
     from gpudoctor.parsers.signatures import merge_hits
@@ -355,7 +360,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     snap = col.base.model_copy(deep=True) if col.base is not None else Snapshot(
         gpudoctor_version=__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
-    snap.inputs = list(snap.inputs) + col.inputs
+    snap.inputs = list(snap.inputs) + col.inputs + unread
     known = dict(snap.known_fields)
     partial_env: list[str] = []
     env_complete = False

@@ -54,8 +54,11 @@ def header_lines(report: Report) -> list[str]:
     else:
         lines.append(f"[bold]GPUs[/] none usable ({escape((nv.error if nv else None) or 'NVML probe failed')})")
     if s.inputs:  # gpudoctor check: what was read
-        kinds = sorted({k for i in s.inputs for k in i.kinds})
-        lines.insert(0, f"[bold]Inputs[/] {len(s.inputs)} file(s): {escape(', '.join(kinds) or 'error text')}")
+        read = [i for i in s.inputs if i.status == "read"]
+        kinds = sorted({k for i in read for k in i.kinds})
+        unread = [f"{n} {st}" for st in ("skipped", "rejected") if (n := sum(i.status == st for i in s.inputs))]
+        more = f" ({', '.join(unread)}: see the list below or --json)" if unread else ""
+        lines.insert(0, f"[bold]Inputs[/] {len(read)} file(s): {escape(', '.join(kinds) or 'error text')}{more}")
     if t is None and any(e.probe == "torch" for e in s.probe_errors):
         lines.append("[bold]PyTorch[/] unknown: the torch probe failed (see probe errors)")
     if t:
@@ -75,6 +78,9 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     console.print(f"[bold]gpudoctor[/] {report.snapshot.gpudoctor_version} · {report.snapshot.created_at}")
     for line in header_lines(report):
         console.print("  " + line)
+    for i in report.snapshot.inputs:  # `check`: every input not read, with why (skipped ones with -v)
+        if i.status == "rejected" or (i.status == "skipped" and verbose):
+            console.print(f"    [dim]{i.status}:[/] {escape(i.path)}: {escape(i.reason or '')}", highlight=False)
     console.print()
     by_area: dict[str, list[Finding]] = defaultdict(list)
     for f in report.findings:
@@ -158,7 +164,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     c = snap.confirmation
     ran = c is not None and bool(c.seconds) and c.status not in ("skipped", "not_applicable")
     if snap.inputs:
-        took = f"{len(snap.inputs)} input file(s)"
+        took = f"{sum(i.status == 'read' for i in snap.inputs)} input file(s)"
     elif ran and snap.duration_s == c.seconds:  # smoke / bench: the run is the whole job
         took = f"runs {c.seconds:.1f} s"
     elif ran:

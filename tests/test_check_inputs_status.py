@@ -1,0 +1,51 @@
+"""Issue 15 item 7: `check` lists every input with its status (read / skipped / rejected, with a reason) in the JSON
+and the terminal report; an unreadable input keeps exit 2 (documented) but the report is still printed and saved."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "h200-text"
+runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+
+
+def folder(tmp_path: Path) -> Path:
+    d = tmp_path / "dumps"
+    d.mkdir()
+    for name in ("nvidia-smi.txt", "collect_env.txt"):
+        (d / name).write_text((FIX / name).read_text())
+    (d / "notes.md").write_text("what I ran\n")
+    (d / "core.bin").write_bytes(b"abc\x00\x01\x02" * 10)
+    os.symlink(tmp_path / "gone.txt", d / "dangling.txt")  # listed in the folder, cannot be opened
+    return d
+
+
+def test_every_input_has_a_status_in_the_json(tmp_path: Path) -> None:
+    d = folder(tmp_path)
+    save = tmp_path / "r.json"
+    res = runner.invoke(app, ["check", "--json", "--fail-on", "never", "--save", str(save), str(d)])
+    assert res.exit_code == 2  # the unreadable file: documented in docs/triage.md
+    inputs = {Path(i["path"]).name: i for i in json.loads(res.stdout)["snapshot"]["inputs"]}
+    assert {k: v["status"] for k, v in inputs.items()} == {
+        "nvidia-smi.txt": "read", "collect_env.txt": "read", "notes.md": "skipped", "core.bin": "skipped",
+        "dangling.txt": "rejected"}
+    assert "No such file" in inputs["dangling.txt"]["reason"] and "binary" in inputs["core.bin"]["reason"]
+    assert json.loads(save.read_text())["snapshot"]["inputs"] == json.loads(res.stdout)["snapshot"]["inputs"]
+
+
+def test_the_terminal_report_names_the_rejected_input(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["check", "--fail-on", "never", str(folder(tmp_path))])
+    assert res.exit_code == 2
+    assert "Inputs 2 file(s)" in res.stdout and "2 skipped, 1 rejected" in res.stdout
+    assert "rejected:" in res.stdout and "dangling.txt" in res.stdout
+
+
+def test_skipped_files_alone_do_not_change_the_exit_code(tmp_path: Path) -> None:
+    d = folder(tmp_path)
+    (d / "dangling.txt").unlink()
+    assert runner.invoke(app, ["check", "--fail-on", "never", str(d)]).exit_code == 0
