@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from gpudoctor.parsers.nvidia_smi import WHOLE_MESSAGE as WHOLE_SMI_MESSAGE
 from gpudoctor.parsers.signatures import ERRORISH
 
 JSON = "gpudoctor-json"
@@ -91,7 +92,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_Q, re.compile(r"=+NVSMI LOG=+|^\s*(?:Attached GPUs|Product Name|Remapped Rows|Clocks (?:Throttle|Event) Reasons"
                        r"|FB Memory Usage|Performance State|Persistence Mode|Retired Pages|ECC Errors)\s*(?:\s:|$)", re.M)),
     (SMI, re.compile(r"NVIDIA-SMI\s+\d+\.\d+|^\|\s+\d+\s+.+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
-                     r"|NVIDIA-SMI has failed because", re.M)),
+                     r"|NVIDIA-SMI has failed because"
+                     # its whole output is "No devices were found" / "Failed to initialize NVML: ...": a diagnosis
+                     r"|(?i:" + WHOLE_SMI_MESSAGE.pattern + ")", re.M)),
     (TOPO, re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+|\S+_\d+))*\s+CPU Affinity|^GPU0\s+X\s", re.M)),
     (NVLINK, re.compile(r"^GPU \d+: [^\n]*\n\s*Link \d+:", re.M)),
     # the header line of --query-gpu=... --format=csv (anywhere: a pasted command line may precede it):

@@ -41,7 +41,13 @@ COMPUTE_MODES = {"default": "Default", "e. process": "Exclusive_Process", "exclu
                  "e. thread": "Exclusive_Thread", "exclusive_thread": "Exclusive_Thread", "prohibited": "Prohibited"}
 NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver[^\n]*"
                        r"|No devices were found|Failed to initialize NVML[^\n]*|NVML library version mismatch|"
-                       r"Driver/library version mismatch", re.IGNORECASE)
+                       r"Driver/library version mismatch|NVIDIA-SMI couldn't find libnvidia-ml\.so[^\n]*"
+                       r"|nvidia-smi: (?:command )?not found", re.IGNORECASE)
+#: what nvidia-smi prints *instead of* any table when NVML works but lists no GPU (driver loaded; a container
+#: started without --gpus, all GPUs unbound or passed to VMs)
+NO_DEVICES = re.compile(r"No devices were found", re.IGNORECASE)
+#: nvidia-smi's whole output is one of those messages (optionally after the command line): a diagnosis in itself
+WHOLE_MESSAGE = re.compile(r"\A(?:\s*[$#][^\n]*\n)?\s*(?:" + NO_DRIVER.pattern + r")[^\n]*\s*\Z", re.IGNORECASE)
 
 
 def _compute_mode(v: str | None) -> str | None:
@@ -82,9 +88,13 @@ def parse_table(text: str) -> NvmlFacts:
     nv = NvmlFacts(source=SOURCE_TABLE)
     m = NO_DRIVER.search(t)
     if m and "|" not in t:
-        nv.available = False
         nv.error = m.group(0).strip()
         nv.gpu_count = 0
+        if NO_DEVICES.fullmatch(nv.error):  # NVML initialised (so the driver is loaded) and listed no GPU: known
+            nv.available, nv.gpus = True, []
+            nv.error = None
+        else:
+            nv.available = False
         return nv
     h = _HDR.search(t)
     if h:

@@ -4,6 +4,17 @@ from __future__ import annotations
 from gpudoctor.rules.engine import NotAssessed, rule
 
 
+MISMATCH_FIX = ("The loaded kernel module and the user-space NVML library are different driver versions (the driver "
+                "was upgraded without a reboot, or a container brings its own libnvidia-ml): reboot, or unload and "
+                "reload the nvidia kernel modules; in a container, use the host's driver libraries (NVIDIA Container "
+                "Toolkit) instead of installing a driver in the image.")
+NO_GPU_FIX = ("The driver is loaded but lists no GPU: in a container, start it with the NVIDIA Container Toolkit "
+              "(docker run --gpus all, or a GPU resource request in Kubernetes); on the host, check that the GPUs "
+              "are on "
+              "the bus (lspci -nn | grep -i nvidia), not bound to vfio-pci for VMs, and that the kernel log has no "
+              "NVRM / Xid errors for them (dmesg | grep -i nvrm).")
+
+
 @rule("DRV001", "Driver & NVML", "error", "No usable NVIDIA driver / NVML",
       ok='NVIDIA driver loaded; NVML sees the GPUs',
       why="Without a loaded NVIDIA kernel driver and its NVML library no CUDA program can see a GPU; "
@@ -20,12 +31,15 @@ def no_driver(ctx):
     if nv is None:
         raise NotAssessed("the NVML probe failed before reporting")
     if not nv.available:
-        yield ctx.finding([f"NVML: {nv.error or 'unavailable'}",
-                           "/proc/driver/nvidia/version: " + (nv.kernel_module or "absent (no NVIDIA kernel module loaded)")],
+        module = nv.kernel_module or ("absent (no NVIDIA kernel module loaded)" if ctx.known("nvml", "kernel_module")
+                                      else "not in the inputs")
+        mismatch = "mismatch" in (nv.error or "").lower()
+        yield ctx.finding([f"NVML: {nv.error or 'unavailable'}", f"/proc/driver/nvidia/version: {module}"],
+                          remedy=MISMATCH_FIX if mismatch else None,
                           data={"nvml_error": nv.error, "kernel_module": nv.kernel_module})
     elif nv.gpu_count == 0:
         if not ctx.known("nvml", "gpus"):
             raise NotAssessed(f"GPU list not in the facts (from {nv.source})")
-        yield ctx.finding([f"driver {nv.driver_version} loaded, but NVML lists 0 GPUs"],
-                          title="NVIDIA driver loaded but no GPU visible",
+        yield ctx.finding([f"driver {nv.driver_version or '(version not in the input)'} loaded, but NVML lists 0 GPUs"],
+                          title="NVIDIA driver loaded but no GPU visible", remedy=NO_GPU_FIX,
                           data={"driver_version": nv.driver_version, "gpu_count": 0})
