@@ -255,11 +255,14 @@ def test_cnf006_fires_below_70_and_attributes_the_loss():
     facts.ddp.efficiency = 0.54
     f = run(with_conf(facts), "CNF006").findings[0]
     assert f.severity == "info"                       # CPU run: shows the method only
-    assert f.data["dominant"] in ("communication", "computation") and f.title.endswith(f"{f.data['dominant']}-bound")
+    assert f.data["dominant"] in ("communication", "computation") and f.title.endswith(f"{f.data['dominant']} on CPU")
     assert any("no_sync" in e for e in f.evidence) and any("gradient takes" in e for e in f.evidence)
+    # issue 15 item 4: no GPU advice ("fix the interconnect first") for gloo on CPU
+    assert "fix the interconnect" not in f.remedy and "NUMA" not in f.remedy and "Nothing to fix" in f.remedy
     facts.device = "cuda"
     g = run(with_conf(facts), "CNF006").findings[0]
-    assert g.severity == "warning"
+    assert g.severity == "warning" and g.title.endswith(f"{g.data['dominant']}-bound")
+    assert g.remedy.startswith(g.data["dominant"].capitalize())
 
 
 def test_cnf006_quiet_at_or_above_70_and_not_applicable_on_one_rank():

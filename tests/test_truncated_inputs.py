@@ -70,3 +70,12 @@ def test_evidence_is_cut_at_word_boundaries_around_the_match() -> None:
     words = set(line.split())
     assert all(w in words or w == "…" for w in ev.split())
     assert clip("short", 10) == "short"
+
+
+def test_a_section_with_not_assessed_checks_has_no_green_tick(tmp_path: Path) -> None:
+    """Issue 15 item 4: '[✓] Area (3/5 checks passed)' while 2 are not assessed read as all clear."""
+    f = tmp_path / "ce.txt"
+    f.write_text(CE.split("[pip3]")[0])  # CMP001 not assessed, other Compatibility checks pass
+    out = runner.invoke(app, ["check", str(f)]).stdout
+    line = next(x for x in out.splitlines() if "Compatibility" in x)
+    assert "not assessed" in line and not line.startswith("[✓]"), line

@@ -99,8 +99,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             worst = "not_applicable"
         passed = sum(o.status == "pass" for o in outs)
         na = sum(o.status == "not_assessed" for o in outs)
-        if worst == "pass" and passed == 0 and na:
-            worst = "not_assessed"  # nothing was checked: no green tick
+        if worst == "pass" and na:
+            worst = "not_assessed"  # some checks could not be made: no green tick for the section
         sym, style = MARK[worst]
         counts = f"{passed}/{len(outs)} checks passed" + (f", {na} not assessed" if na else "")
         console.print(f"[{style}]{escape('[' + sym + ']')}[/] [bold]{area}[/] [dim]({counts})[/]")

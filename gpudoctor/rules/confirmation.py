@@ -293,6 +293,8 @@ def ddp_broken(ctx):
 
 COMM_FIX = ("Communication-bound: fix the interconnect first (CNF003, `nvidia-smi topo -m`, NCCL variables left "
             "set), then raise the per-GPU batch so backward hides the gradient all-reduce.")
+CPU_FIX = ("Nothing to fix on this host: a gloo run on shared CPU cores shows the method, not the GPUs' interconnect "
+           "or compute; run `gpudoctor smoke` (without --cpu) on the GPU host for the efficiency that matters.")
 COMP_FIX = ("Computation-bound: each rank computes slower than one GPU alone. Give each rank its own CPU cores and "
             "its GPU's NUMA node, check clocks, power and temperature (GPU rules) and data loading (> 5 ms/step is a "
             "red flag).")
@@ -339,11 +341,14 @@ def scaling_low(ctx):
                       f"{att['grad_allreduce_s'] * ms:.1f} ms")
         ev.append(f"the loss is mostly {dominant}")
     severity = None
-    if c.device == "cpu":
-        severity = "info"
-        ev.append("CPU (gloo) run on shared cores: it shows the method, not this host's GPUs")
     remedy = {"communication": COMM_FIX, "computation": COMP_FIX}.get(dominant or "")
+    bound = f", {dominant}-bound" if dominant else ""
+    if c.device != "cuda":
+        # the GPU advice (interconnect, NCCL, per-GPU batch, NUMA of the GPU) means nothing for gloo on CPU
+        severity, remedy = "info", CPU_FIX
+        bound = f", mostly {dominant} on CPU" if dominant else ""
+        ev.append("CPU (gloo) run on shared cores: it shows the method, not this host's GPUs")
     yield ctx.finding(ev, severity=severity, subject=f"{d.world_size} ranks", remedy=remedy,
-                      title=f"Scaling efficiency {d.efficiency:.0%} (below {floor:.0%})" + (f", {dominant}-bound" if dominant else ""),
+                      title=f"Scaling efficiency {d.efficiency:.0%} (below {floor:.0%}){bound}",
                       data={"efficiency": d.efficiency, "low": d.efficiency_low, "high": d.efficiency_high,
                             "scaling": d.scaling, **(att or {})})
