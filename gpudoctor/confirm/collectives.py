@@ -40,6 +40,18 @@ def spread(values: Sequence[float]) -> dict[str, float]:
             "rel_spread": (max(values) - min(values)) / med if med else 0.0}
 
 
+LARGE_BYTES = 256 * 1024 ** 2
+
+
+def timed_calls(iters: int, size_bytes: int) -> int:
+    """Timed all-reduce calls for one message size: ``iters`` (``--iters``); from 256 MiB on, half of it (at least
+    3) to bound the run time, but never more than asked (``--iters 1`` runs 1 call at every size). The count run
+    is recorded per size and shown in the report's "calls" column."""
+    if size_bytes < LARGE_BYTES:
+        return iters
+    return min(iters, max(3, iters // 2))
+
+
 def timing_groups(iters: int, groups: int = 5) -> list[int]:
     """Split ``iters`` timed calls into at most ``groups`` back-to-back groups (sizes differ by at most 1)."""
     g = max(1, min(groups, iters))

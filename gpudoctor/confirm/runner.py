@@ -263,7 +263,9 @@ def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: dict[str
         d = _read_json(rundir / f"result-rank{r}.json")
         if d is not None:
             rank_results[r] = d
-    keep = keep_logs or status != "ok"
+    # a failed or hung run keeps its per-rank logs (the report names the folder); a run that could not start
+    # ("error": no torch, a bad interpreter) has its reason in the message and leaves nothing behind
+    keep = keep_logs or status not in ("ok", "error")
     run = ConfirmationRun(name=name, env=dict(env_extra or {}), status=status, message=message, culprit_rank=culprit,
                           seconds=seconds, timeout_s=timeout, orphans_killed=orphans, ranks=ranks,
                           log_dir=str(rundir) if keep else None)
@@ -290,6 +292,9 @@ def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: list[str] 
         facts.reason, facts.seconds = INTERRUPTED, round(time.monotonic() - t0, 3)
         raise ConfirmInterrupted(facts) from None
     facts = facts_from(main, spec, python)
+    if facts.status == "error" and "cannot import torch" in (facts.reason or ""):
+        facts.reason = (f"{facts.reason} (interpreter {python}); gpudoctor never installs torch: give the "
+                        f"interpreter of the training environment with --python PATH (its python, or its folder)")
     if main.run.status in ("failed", "hung"):
         world = main.world_size or 0
         retry = retry_transports if retry_transports is not None else (spec["backend"] == "nccl" and world > 1)

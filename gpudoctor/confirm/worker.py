@@ -33,7 +33,7 @@ import sys
 import time
 import traceback
 
-from gpudoctor.confirm.collectives import time_allreduce
+from gpudoctor.confirm.collectives import time_allreduce, timed_calls
 from gpudoctor.confirm.plan import (
     AUTO_BATCHES,
     AUTO_MAX_TOKENS,
@@ -197,7 +197,7 @@ def task_allreduce(torch, dist, rank: int, n: int, device: str, cfg: dict, state
                 entry.update(correct=bool(worst <= tol), max_abs_error=worst, tolerance=tol)
                 del pattern, expected
                 t.zero_()  # zeros stay zeros: repeated in-place sums never overflow
-                iters = cfg["iters"] if size < 256 * 1024 ** 2 else max(3, cfg["iters"] // 2)
+                iters = timed_calls(cfg["iters"], size)
                 entry["times_s"] = time_allreduce(dist, t, iters=iters, warmup=cfg["warmup"])
                 entry["iters"] = iters
                 del t

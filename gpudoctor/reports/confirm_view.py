@@ -38,14 +38,15 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
     elif c.allreduce:
         t = Table(title="all-reduce (rank 0; GB/s = 1e9 B/s; busbw = algbw·2(n-1)/n, nccl-tests)",
                   title_justify="left", show_edge=False)
-        for col in ("size", "dtype", "time ms (median)", "p25-p75 ms", "algbw GB/s", "busbw GB/s", "result"):
+        for col in ("size", "dtype", "calls", "time ms (median)", "p25-p75 ms", "algbw GB/s", "busbw GB/s", "result"):
             t.add_column(col, justify="right" if col not in ("dtype", "result") else "left")
         for a in c.allreduce:
             if a.error:
-                t.add_row(fmt_size(a.size_bytes), a.dtype, "-", "-", "-", "-", escape(a.error[:60]))
+                t.add_row(fmt_size(a.size_bytes), a.dtype, "-", "-", "-", "-", "-", escape(a.error[:60]))
                 continue
             check = "ok" if a.correct else ("WRONG" if a.correct is False else "?")
-            t.add_row(fmt_size(a.size_bytes), a.dtype, _ms(a.time_s) if a.time_s else "-",
+            t.add_row(fmt_size(a.size_bytes), a.dtype, str(a.iters) if a.iters else "?",
+                      _ms(a.time_s) if a.time_s else "-",
                       _spread(a.time_s) if a.time_s else "-",
                       f"{a.algbw_gbs:.2f}" if a.algbw_gbs is not None else "-",
                       f"{a.busbw_gbs:.2f}" if a.busbw_gbs is not None else "-", check)

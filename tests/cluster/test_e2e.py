@@ -39,9 +39,12 @@ def rules_profile():
     """
     global PROFILE
     if PROFILE is None:
+        import atexit
+        import shutil
         import tempfile
 
         PROFILE = Path(tempfile.mkdtemp(prefix="gpudoctor-profile-"))
+        atexit.register(shutil.rmtree, PROFILE, True)  # issue 15 item 8: the session leaves no folder behind
         text = (ROOT / "rules" / "cluster.toml").read_text()
         assert "slow_fraction = 0.7" in text
         (PROFILE / "cluster.toml").write_text(text.replace("slow_fraction = 0.7", "slow_fraction = 0.1"))
