@@ -19,11 +19,11 @@ MARK = "GPUDOCTOR_TORCH_JSON "
 
 def choose_interpreter(requested: str | None) -> str:
     """The interpreter to probe. Raises ProbeFailed(kind='missing') if ``requested`` is not found."""
-    from gpudoctor.probes.torch_start import resolve_interpreter
+    from gpudoctor.probes.torch_start import missing_interpreter, resolve_interpreter
 
     path = resolve_interpreter(requested)
     if path is None:
-        raise ProbeFailed(f"interpreter {requested!r} not found or not an executable file", kind="missing")
+        raise ProbeFailed(missing_interpreter(requested or "python3"), kind="missing")
     return path
 
 

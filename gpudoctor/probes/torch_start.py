@@ -19,10 +19,26 @@ SCRIPT = Path(__file__).with_name("torch_script.py")
 _started: dict[str, tuple[threading.Thread, dict]] = {}
 
 
+#: where an environment folder (virtualenv, venv, conda env, uv's .venv) keeps its interpreter, in order
+ENV_PYTHONS = ("bin/python3", "bin/python", "Scripts/python.exe")
+
+
+def _env_python(folder: str) -> str | None:
+    """The interpreter of an environment folder (``--python .venv``), or None when it has none."""
+    for rel in ENV_PYTHONS:
+        cand = os.path.join(folder, rel)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def resolve_interpreter(requested: str | None) -> str | None:
-    """``--python`` (a name on PATH or a path), else this interpreter when it has torch, else ``python3``
-    on PATH. None when ``requested`` does not exist or is not an executable file."""
+    """``--python`` (a name on PATH, a path, or an environment folder such as a virtualenv or conda env, whose
+    bin/python3 is used), else this interpreter when it has torch, else ``python3`` on PATH. None when
+    ``requested`` does not exist, is not an executable file, or is a folder without an interpreter."""
     if requested:
+        if os.path.isdir(requested):
+            return _env_python(requested)
         found = shutil.which(requested)  # a name on PATH or a path; only executable files
         if found:
             return found
@@ -31,6 +47,16 @@ def resolve_interpreter(requested: str | None) -> str | None:
     if importlib.util.find_spec("torch") is not None:
         return sys.executable
     return shutil.which("python3") or sys.executable
+
+
+def missing_interpreter(requested: str) -> str:
+    """The one-line reason ``--python requested`` cannot be used (resolve_interpreter gave None)."""
+    if os.path.isdir(requested):
+        return (f"--python {requested}: a folder without {' or '.join(ENV_PYTHONS[:2])} (give a virtualenv / conda "
+                f"environment folder, or the interpreter itself)")
+    if os.path.exists(requested):
+        return f"--python {requested}: not an executable file"
+    return f"--python {requested}: no such interpreter (not found on PATH or as a file)"
 
 
 def start(requested: str | None, timeout_s: float) -> None:
