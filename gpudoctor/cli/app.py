@@ -133,7 +133,8 @@ def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every check and every fact."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its virtualenv / conda env folder) whose torch to probe "
+    python: str | None = typer.Option(None, "--python", help="Interpreter (or its virtualenv / conda env folder) "
+                                         "whose torch to probe "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
@@ -280,7 +281,8 @@ def smoke(
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
     timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) whose torch runs the step "
+    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
+                                         "whose torch runs the step "
                                          "(default: as for the torch probe)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
@@ -313,7 +315,8 @@ def bench_allreduce(
     no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
     timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) whose torch runs the benchmark."),
+    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
+                                         "whose torch runs the benchmark."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
@@ -522,7 +525,8 @@ def cuda_version_check(
     fleet: str | None = typer.Option(None, "--fleet",
                                         help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
     fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) whose installed torch to check "
+    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
+                                         "whose installed torch to check "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
     torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
