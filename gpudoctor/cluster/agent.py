@@ -36,6 +36,7 @@ import datetime as _dt
 import json
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -469,12 +470,15 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
 
 
 def share_exit_code(store, launch: LaunchInfo, code: int | None, members: int, wait_s: float) -> int | None:
-    """Make every rank exit with rank 0's code.
+    """The exit code of this rank: rank 0 carries the cluster's verdict (issue 15 item 9; docs/cluster.md).
 
-    torchrun's agents meet at an exit barrier only when their workers succeeded; an agent whose worker failed
-    leaves at once, and the others then wait for it for 300 s. So all ranks exit alike: rank 0 posts its code
-    (and, serving the store under Slurm, waits up to 10 s for the others to read it); the others wait for it
-    up to ``wait_s`` and return it (None when it never came).
+    Rank 0 posts its code (and, serving the store under Slurm, waits up to 10 s for the others to read it) and
+    returns it; the other ranks wait for it up to ``wait_s``, so that every rank ends at the same time.
+    Under srun they then return 0: srun's exit code is the highest of its tasks', so rank 0's alone decides it.
+    Under torchrun they return rank 0's code: torchrun's agents meet at an exit barrier only when their workers
+    succeeded, so rank 0 alone exiting 1 kept every other agent waiting 300 s and then printing a
+    DistStoreError traceback (measured, torch 2.13: 331 s for 2 agents); the other ranks say so on stderr.
+    None when rank 0's code never came (rank 0 died: this rank's own run ended normally).
     """
     try:
         if launch.rank == 0:
@@ -486,6 +490,12 @@ def share_exit_code(store, launch: LaunchInfo, code: int | None, members: int, w
         store.wait(["exit"], _dt.timedelta(seconds=wait_s))
         got = int(store.get("exit"))
         store.add("n/bye", 1)
+        if launch.launcher != "torchrun":
+            return 0
+        if got:
+            sys.stderr.write(f"gpudoctor: rank {launch.rank}: exit code {got} is rank 0's verdict (its report is on "
+                             f"rank 0's node), given to every rank so that torchrun's agents end together; "
+                             f"torchrun's ChildFailedError below reports that code, not a crash\n")
         return got
     except Exception:
         return None
