@@ -19,7 +19,9 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
                   help="Is this GPU host fit for multi-GPU PyTorch training, and what must be fixed?\n\n"
-                       "Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage/input error, 3 internal error.")
+                       "Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage/input error, 3 internal error, "
+                       "130 interrupted (Ctrl-C, SIGTERM; the partial report is kept), 141 the reader of stdout "
+                       "went away (| head).")
 
 
 def _version(value: bool) -> None:
@@ -630,8 +632,9 @@ def main() -> None:
         raise
     except cx.UsageError as exc:
         # one line, not click's usage block: "gpudoctor scan: No such option: --frob"
-        cmd = f" {exc.ctx.info_name}" if exc.ctx is not None and exc.ctx.parent is not None else ""
-        sys.stderr.write(f"gpudoctor{cmd}: error: {exc.format_message()} (see `gpudoctor{cmd} --help`)\n")
+        from gpudoctor.cli.output import usage_error_line
+
+        sys.stderr.write(usage_error_line(exc, sys.argv[1:], typer.main.get_command(app)) + "\n")
         sys.exit(EXIT_USAGE)
     except (getattr(cx, "Abort", typer.Abort), typer.Abort):
         sys.stderr.write("gpudoctor: interrupted\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from rich.console import Console as _RichConsole
 
@@ -24,6 +25,42 @@ class Console(_RichConsole):
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError(32, "Broken pipe")
+
+
+def command_of(exc: Exception, argv: list[str], root: Any = None) -> str:
+    """'gpudoctor bench allreduce': the (sub)command a usage error is about. From the error's click context chain
+    (the root's name is the program, e.g. 'python -m gpudoctor', so it is left out); when the error came before the
+    subcommand's context existed (``scan --fail-on`` without a value), from the leading command words of argv."""
+    names: list[str] = []
+    ctx = getattr(exc, "ctx", None)
+    while ctx is not None and ctx.parent is not None:
+        names.insert(0, ctx.info_name)
+        ctx = ctx.parent
+    if not names and (ctx is not None or root is not None):
+        group = ctx.command if ctx is not None else root
+        for word in argv:
+            sub = getattr(group, "commands", {}).get(word) if not word.startswith("-") else None
+            if sub is None:
+                break
+            names.append(word)
+            group = sub
+    return " ".join(["gpudoctor", *names])
+
+
+def usage_error_line(exc: Exception, argv: list[str], root: Any = None) -> str:
+    """One line for a usage error: 'gpudoctor bench: error: missing command (allreduce) (see `gpudoctor bench --help`)'.
+
+    click's "no arguments: show the help" of a command group arrives as a usage error whose message is the whole
+    help text; it becomes one line naming the commands."""
+    cmd = command_of(exc, argv, root)
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
+        message = f"missing command ({', '.join(ctx.command.list_commands(ctx))})"
+    else:
+        format_message = getattr(exc, "format_message", None)
+        message = format_message() if callable(format_message) else str(exc)
+        message = " ".join(message.split())
+    return f"{cmd}: error: {message} (see `{cmd} --help`)"
 
 
 def stdout_closed() -> bool:

@@ -117,7 +117,9 @@ def target_from(name: str, driver: str | None = None, gpu: str | None = None, cc
         if m.status != "verified":
             t.notes.append(f"GPU table row '{m.name}' is {m.status}")
     if t.driver is None and t.cc is None:
-        raise InputError(f"{where or 'target '}{name or ''}: needs a driver, a gpu or a cc")
+        # `where` already names the node ("FILE: node NAME: "); on the command line it is "--"
+        raise InputError(f"{where.rstrip(': ')}: needs a driver, a gpu or a cc" if where.strip("-")
+                         else "a target needs --driver, --gpu or --cc")
     return t
 
 

@@ -70,10 +70,17 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
     for p in paths:
         if os.path.isdir(p):
             found = []
-            for root, dirs, names in os.walk(p):
+            unreadable: list[str] = []
+
+            def walk_error(exc: OSError, _bad: list[str] = unreadable) -> None:
+                # os.walk skips a folder it cannot list; say so instead of "holds no files"
+                errors.append(f"{exc.filename or p}: cannot read the folder: {exc.strerror or exc}")
+                _bad.append(str(exc.filename or p))
+
+            for root, dirs, names in os.walk(p, onerror=walk_error):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 found += [os.path.join(root, n) for n in sorted(names) if not n.startswith(".")]
-            if not found:
+            if not found and not unreadable:
                 errors.append(f"{p}: folder holds no files")
             files += found
         elif os.path.exists(p):
