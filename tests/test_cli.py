@@ -257,7 +257,8 @@ def test_console_script_points_at_the_entry():
     assert 'gpudoctor = "gpudoctor.cli.entry:main"' in text
 
 
-@pytest.mark.parametrize("python, says", [("/etc/passwd", "not an executable file"), ("/tmp", "a folder without bin/python3"),
+@pytest.mark.parametrize("python, says", [("/etc/passwd", "not an executable file"),
+                                          ("/tmp", "a folder without bin/python3"),
                                           ("/bin/true", "not a Python 3 interpreter")])
 def test_smoke_python_that_is_not_an_interpreter_is_a_usage_error(python, says):
     r = gd("smoke", "--cpu", "--python", python)
