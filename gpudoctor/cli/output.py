@@ -14,17 +14,10 @@ import os
 import sys
 from typing import Any
 
-from rich.console import Console as _RichConsole
+from gpudoctor.reports.console import Console  # noqa: F401 - the console the commands write reports to
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13)
 STDOUT_CLOSED = "cannot write the output: standard output is closed"
-
-
-class Console(_RichConsole):
-    """rich's Console, except that a reader that went away raises BrokenPipeError (handled once, in main)."""
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError(32, "Broken pipe")
 
 
 def command_of(exc: Exception, argv: list[str], root: Any = None) -> str:

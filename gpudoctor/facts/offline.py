@@ -464,7 +464,11 @@ def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
         if g is None:
             unmatched[path] = unmatched.get(path, 0) + 1
             continue
-        g.processes = list(g.processes) + [proc]
+        same = next((q for q in g.processes if q.pid == proc.pid), None)
+        if same is not None:  # the same process from another input (the table and the CSV): one entry
+            _merge_model(same, proc)
+        else:
+            g.processes = list(g.processes) + [proc]
         attached = True
     if attached and "nvml.gpus" in known and "processes" not in known["nvml.gpus"]:
         known["nvml.gpus"] = sorted(set(known["nvml.gpus"]) | {"processes"})

@@ -33,8 +33,9 @@ def header_lines(report: Report) -> list[str]:
                                       f"VM: {h.virtualization}" if h.virtualization else None) if x)
         lines.append(f"[bold]Host[/] {escape(h.hostname or '?')} · {escape(where)}")
     if c or m:
-        lines.append(f"[bold]CPU[/] {escape((c.model or '?') if c else '?')} · "
-                     f"{c.usable_cores:g} usable of {c.logical_cores} logical CPUs" if c and c.usable_cores else "[bold]CPU[/] ?")
+        cores = (f" · {c.usable_cores:g} usable of {c.logical_cores} logical CPUs" if c and c.usable_cores
+                 else f" · {c.logical_cores} logical CPUs" if c and c.logical_cores else "")
+        lines.append(f"[bold]CPU[/] {escape((c.model or '?') if c else '?')}{cores}")
         if m:
             shm_unknown = bool(s.inputs) and "shm_total_bytes" not in (s.known_fields.get("memory") or [])
             shm = _gib(m.shm_total_bytes) if m.shm_total_bytes else ("?" if shm_unknown else "missing")

@@ -94,9 +94,16 @@ def runtime_vs_driver(ctx):
         raise NotAssessed(v.reason)
     if v.status not in (CAVEAT, FAIL):
         return
+    from gpudoctor.compat.tables import driver_max_cuda
+
     drv = f"driver {nv.driver_version}" if nv.driver_version else "driver"
-    ev = [f"torch {t.version}: CUDA runtime {t.cuda}",
-          f"{drv}: supports CUDA up to {nv.cuda_driver_version or '?'}", v.reason] + v.unverified
+    if nv.cuda_driver_version:
+        up_to = f"{drv}: supports CUDA up to {nv.cuda_driver_version}"
+    elif nv.driver_version and driver_max_cuda(nv.driver_version):
+        up_to = f"{drv}: supports CUDA up to {driver_max_cuda(nv.driver_version)} (gpudoctor's toolkit table)"
+    else:  # neither the input nor the tables say: no "up to ?" line
+        up_to = None
+    ev = [f"torch {t.version}: CUDA runtime {t.cuda}", *([up_to] if up_to else []), v.reason] + v.unverified
     if v.status == CAVEAT:
         yield ctx.finding(ev, severity="info", title="PyTorch's CUDA runs under minor-version compatibility",
                           remedy="Works as is. PTX built by the newer toolkit cannot be JIT-compiled (a GPU covered only "
