@@ -45,3 +45,6 @@ def test_a_start_without_torch_names_python_and_leaves_no_folder(tmp_path: Path)
                        env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "--python" in p.stderr and "cannot import torch" in p.stderr, p.stderr
     assert list(tmp_path.glob("gpudoctor-confirm-*")) == []
+    p = subprocess.run([sys.executable, "-m", "gpudoctor", "cuda-version-check", "--driver", "R580", "--python",
+                        str(bare)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--python PATH" in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr

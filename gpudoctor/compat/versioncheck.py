@@ -222,7 +222,8 @@ def subject_from_torch(tf) -> Subject:
     """The installed torch (TorchFacts from the torch probe). Raises InputError when torch is missing."""
     if not tf.installed or not tf.version:
         raise InputError(f"no importable torch in {tf.interpreter}" + (f" ({tf.error})" if tf.error else "")
-                         + "; give --torch VERSION or --requirements FILE")
+                         + "; give --torch VERSION or --requirements FILE, or --python PATH (the training "
+                           "interpreter, or its environment folder)")
     local = tf.version.split("+", 1)[1] if "+" in tf.version else T.cuda_variant(tf.cuda)
     s = Subject(label=f"torch {tf.version} ({tf.interpreter})", version=tf.version, cuda=tf.cuda, variant=local,
                 origin=tf.interpreter, companions={k: v for k, v in (("torchvision", tf.torchvision_version),
