@@ -208,7 +208,7 @@ def test_folder_skips_files_of_no_known_format_but_named_files_must_parse(tmp_pa
     (tmp_path / "notes.txt").write_text("just some notes\n")
     (tmp_path / "err.txt").write_text("RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     r = gd("check", str(tmp_path))
-    assert r.returncode == 1 and "skipped (in a folder)" in r.stderr and "SIG001" in r.stdout
+    assert r.returncode == 1 and "skipped 1 file(s)" in r.stderr and "SIG001" in r.stdout
     r = gd("check", str(tmp_path / "notes.txt"), str(tmp_path / "err.txt"))
     assert r.returncode == 2 and "unknown format" in r.stderr and "SIG001" in r.stdout
 

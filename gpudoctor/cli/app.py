@@ -364,12 +364,15 @@ def check(
     snap, errors = build_snapshot(paths)
     notes = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
     errors = [e for e in errors if not e.startswith(SKIPPED)]
-    for msg in notes:
-        sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
     if snap is None:
+        for msg in notes:
+            sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
         for msg in errors or ["no usable input"]:
             sys.stderr.write(f"gpudoctor: error: {msg}\n")
         raise typer.Exit(EXIT_USAGE)
+    if notes:  # each one is in the report (snapshot.inputs, status "skipped"): one line here, not one per file
+        sys.stderr.write(f"gpudoctor: skipped {len(notes)} file(s) found in the folder(s) that are not inputs `check` "
+                         f"reads (-v or --json lists each with why)\n")
     emit(evaluate(snap), json_out, save, verbose, fail_on, input_errors=errors)
 
 
