@@ -160,7 +160,8 @@ def test_rank_that_never_joins(monkeypatch):
 def test_gpu_run_on_a_host_without_cuda_is_an_error_not_a_crash():
     facts = confirm(python=sys.executable, cpu=False, nproc=1, timeout_s=30)
     assert facts.status == "error" and "torch.cuda.is_available() is False" in facts.reason
-    assert facts.runs[0].log_dir is not None
+    # issue 15 item 8: a run that could not start has its reason in the message and leaves no folder behind
+    assert facts.runs[0].log_dir is None and facts.log_dir is None
     cleanup(facts)
 
 
