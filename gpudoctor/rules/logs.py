@@ -12,6 +12,9 @@ from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 AREA = "Logs & errors"
 NO_LOGS = "no log or error text among the inputs (pass them to `gpudoctor check`)"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+# Xids the driver logs while cleaning up after another fault (43: channel stopped after an application fault,
+# 45: preemptive removal after other errors or a killed process): attached to the cause on the same GPU.
+FOLLOW_ON_XIDS = (43, 45)
 
 
 def _logs(ctx):
@@ -38,16 +41,70 @@ def unexplained(ctx):
         yield ctx.finding(lines[:10], data={"lines": lines})
 
 
+class _Blank(dict):
+    """Format mapping that renders a missing or empty named group as nothing."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
+    """The entry's conclusion sentence with the first match's named groups filled in (None without one)."""
+    template = entry.get("conclusion")
+    if not template:
+        return None
+    text = template.format_map(_Blank({k: " ".join(v.split())[:160] for k, v in groups.items() if v}))
+    if entry["id"] == "SIG057":
+        text += _cuda_error_note(groups)
+    return text
+
+
+def _cuda_error_note(groups: dict[str, str]) -> str:
+    """For the generic CUDA error: the cudaError_t behind the message, from rules/cuda_errors.toml."""
+    table = data.load("cuda_errors").get("error", {})
+    msg = (groups.get("cuda_error") or "").strip().rstrip(".").lower()
+    name = groups.get("cuda_name") or ""
+    code = groups.get("code") or ""
+    for num, e in table.items():
+        if (msg and e["message"].rstrip(".").lower() == msg) or (name and e["name"] == name) or code == num:
+            return f" (cudaError_t {num}, {e['name']}: '{e['message']}')"
+    return ""
+
+
+def _suppressed(entry: dict, hit_ids: set[str]) -> tuple[bool, list[str]]:
+    """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``),
+    or it is a family's generic form (``fallback``) and a specific signature of that family matched."""
+    causes = [c for c in entry.get("follows", []) if c in hit_ids]
+    if causes:
+        return True, causes
+    if entry.get("fallback"):
+        fam = _FAMILY.get(entry["id"])
+        others = [h for h in hit_ids if h != entry["id"] and _FAMILY.get(h) == fam]
+        if others:
+            return True, sorted(others)
+    return False, []
+
+
 def _register_signature(entry: dict) -> None:
     sid = entry["id"]
 
     def check(ctx):
         logs = _logs(ctx)
+        hit_ids = {h.id for h in logs.signatures}
         for hit in logs.signatures:
             if hit.id == sid:
+                if _suppressed(entry, hit_ids)[0]:
+                    return  # a follow-on: the cause's finding lists it
                 where = f" ({hit.count} match{'es' * (hit.count != 1)} in {', '.join(hit.files)})" if hit.files else ""
-                yield ctx.finding([f"matched{where}:"] + [f"  {line}" for line in hit.lines],
-                                  data={"count": hit.count, "files": hit.files, "groups": hit.groups})
+                ev = [f"matched{where}:"] + [f"  {line}" for line in hit.lines]
+                concl = _conclusion(entry, hit.groups)
+                if concl:
+                    ev.insert(0, concl)
+                follow = [h for h in logs.signatures if h.id != sid and sid in _FOLLOWS.get(h.id, ())]
+                for f in follow:
+                    ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
+                yield ctx.finding(ev, data={"count": hit.count, "files": hit.files, "groups": hit.groups,
+                                            "conclusion": concl, "follow_on": [f.id for f in follow]})
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"
     check.__name__ = f"signature_{sid.lower()}"
@@ -55,7 +112,12 @@ def _register_signature(entry: dict) -> None:
          sources=entry["sources"], ok=f"no '{entry['title']}' in the logs")(check)
 
 
-for _entry in data.load("signatures").get("signature", []):
+_ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))
+_FAMILY: dict[str, str] = {e["id"]: e.get("family", "") for e in _ENTRIES}
+_FOLLOWS: dict[str, tuple[str, ...]] = {e["id"]: tuple(e.get("follows", ())) for e in _ENTRIES}
+
+
+for _entry in _ENTRIES:
     _register_signature(_entry)
 
 
@@ -95,16 +157,28 @@ def xids(ctx):
     groups: dict[tuple[int, str], list] = {}
     for x in logs.xids:
         groups.setdefault((x.xid, x.pci_bus_id or "?"), []).append(x)
+    causes = {bus for (code, bus) in groups if code not in FOLLOW_ON_XIDS}
     for (code, bus), events in sorted(groups.items()):
         entry = table.get(str(code))
+        if code in FOLLOW_ON_XIDS and bus in causes:
+            continue  # cleanup after the other Xid(s) of this GPU: reported with them
         if entry:
-            title = f"Xid {code} ({entry['mnemonic']}): {entry['meaning']}"
+            title = f"Xid {code} ({entry.get('mnemonic') or entry.get('published', '')}): {entry['meaning']}"
             sev, action = entry["severity"], entry["action"]
+            blame = entry.get("blame", "GPU")
         else:
             title = f"Xid {code} (not in gpudoctor's table)"
-            sev, action = "warning", f"look up Xid {code} in NVIDIA's XID catalogue"
-        yield ctx.finding([f"{len(events)} event(s) on GPU {bus}: {events[0].line}"], severity=sev, title=title,
-                          subject=f"GPU {bus}", remedy=action, data={"xid": code, "pci_bus_id": bus, "count": len(events)})
+            sev, action, blame = "warning", f"look up Xid {code} in NVIDIA's Xid catalogue", "unknown"
+        ev = [f"{len(events)} event(s) on GPU {bus}, blame: {blame}", f"first: {events[0].line}"]
+        if len(events) > 1:
+            ev.append(f"last: {events[-1].line}")
+        follow = {c: len(groups[(c, bus)]) for c in FOLLOW_ON_XIDS if (c, bus) in groups and code not in FOLLOW_ON_XIDS}
+        if follow:
+            ev.append("follow-on on the same GPU (cleanup after this error, not a separate fault): "
+                      + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
+        yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
+                          data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
+                                "follow_on": follow})
 
 
 @rule("LOG002", AREA, "warning", "GPU Direct RDMA used by some nodes but not others",
