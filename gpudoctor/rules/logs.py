@@ -142,8 +142,9 @@ def inputs(ctx):
 @rule("LOG001", AREA, "error", "XID errors in the kernel log",
       ok="no XID error in the kernel log",
       why="The NVIDIA driver logs an XID for every GPU fault it sees. Some mean the application failed (13, 31, 43), "
-          "others that the GPU or node needs a reset or service (48 double-bit ECC, 79 fallen off the bus, 64 row-remap "
-          "failure, 74 NVLink, 119/120 GSP). The action per XID follows NVIDIA's XID catalogue (rules/xid.toml).",
+          "others that the GPU or node needs a reset or service (48 double-bit ECC, 79 fallen off the bus, "
+          "64 row-remap failure, 74 NVLink, 119/120 GSP). The action per XID follows NVIDIA's XID catalogue "
+          "(rules/xid.toml).",
       fix="Follow the action given per XID; drain the node for those that need a GPU reset or service.",
       sources=[XID_URL, "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html", "checklist H20"])
 def xids(ctx):
@@ -213,7 +214,8 @@ def gdr_asymmetric(ctx):
           "GPU devices and no driver libraries: CUDA reports no device and frameworks fall back to the CPU.",
       fix="Start the container with `--gpus all` (NVIDIA Container Toolkit installed on the host), or request "
           "nvidia.com/gpu in Kubernetes.",
-      sources=["https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html", "checklist H1"])
+      sources=["https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html",
+               "checklist H1"])
 def container_without_gpus(ctx):
     """Reads the docker/podman run command lines among the inputs and flags those that request no GPU."""
     logs = _logs(ctx)
