@@ -75,7 +75,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             if not found:
                 errors.append(f"{p}: folder holds no files")
             files += found
-        elif os.path.exists(p):
+        elif os.path.exists(p) or p == "-":  # "-": standard input (facts/stream.py)
             files.append(p)
         else:
             errors.append(f"{p}: no such file or folder")
@@ -125,8 +125,11 @@ def _topo(text: str):
         return None, f"nvidia-smi topo -m parser failed: {type(exc).__name__}: {exc}"
 
 
-def _parse_file(path: str, text: str, col: Collected) -> str | None:
-    """Parse one file into ``col``; returns an error message for a bad input (None when fine)."""
+def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None) -> str | None:
+    """Parse one file into ``col``; returns an error message for a bad input (None when fine).
+
+    ``kinds``: the formats, when the caller already recognised them (chunks of a large input, facts/stream.py).
+    """
     from gpudoctor.parsers import (
         collect_env,
         commands,
@@ -140,7 +143,7 @@ def _parse_file(path: str, text: str, col: Collected) -> str | None:
     )
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
-    kinds = D.detect(text)
+    kinds = D.detect(text) if kinds is None else kinds
     info = InputFile(path=path, kinds=list(kinds))
     if D.JSON in kinds:
         if col.base is not None:
@@ -313,12 +316,9 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
     col = Collected()
     for path in files:
-        try:
-            text = read_text(path)
-        except InputError as exc:
-            err = str(exc)
-        else:
-            err = _parse_file(path, text, col)
+        from gpudoctor.facts import stream  # any size, compressed, stdin (issue 14)
+
+        err = stream.parse_input(path, col, _parse_file)
         if err:
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable
