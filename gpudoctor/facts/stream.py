@@ -14,11 +14,11 @@ import gzip
 import lzma
 import sys
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from gpudoctor.facts.load import InputError
 
-WHOLE_BYTES = 32 * 1024 * 1024
+WHOLE_BYTES = 4 * 1024 * 1024   # larger inputs are read in chunks (and recognised on samples)
 CHUNK_BYTES = 8 * 1024 * 1024
 SAMPLE_CHARS = 1024 * 1024  # formats of a chunk are recognised on its first MiB (log formats carry over)
 STDIN = "-"
@@ -33,7 +33,7 @@ def _zstd_open(path: str) -> IO[bytes]:
     return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))  # type: ignore[no-any-return]
 
 
-OPENERS: dict[str, Callable[[str], IO[bytes]]] = {
+OPENERS: dict[str, Callable[[str], Any]] = {  # each returns a binary file object
     ".gz": lambda p: gzip.open(p, "rb"), ".xz": lambda p: lzma.open(p, "rb"),
     ".lzma": lambda p: lzma.open(p, "rb"), ".bz2": lambda p: bz2.open(p, "rb"), ".zst": _zstd_open,
 }
@@ -49,7 +49,7 @@ def open_binary(path: str) -> IO[bytes]:
         return sys.stdin.buffer
     for suffix, opener in OPENERS.items():
         if path.endswith(suffix):
-            return opener(path)
+            return cast(IO[bytes], opener(path))
     return open(path, "rb")
 
 

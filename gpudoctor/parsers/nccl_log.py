@@ -49,6 +49,17 @@ def _level(line: str) -> tuple[str, str] | None:
     return None
 
 
+def _transport(msg: str) -> str | None:
+    """The transport of a 'Channel 00/0 : 0[0] -> 1[1] via P2P/IPC' message (string operations for the
+    common form, _TRANSPORT for anything else)."""
+    if msg.startswith("Channel ") and " -> " in msg:
+        tail = msg.rsplit(" via ", 1)[1].split()
+        if tail:
+            return tail[0]
+    t = _TRANSPORT.search(msg)
+    return t.group(2) if t else None
+
+
 def _host(line: str) -> str | None:
     m = _PREFIX.match(line)
     return m.group(1) if m else None
@@ -87,9 +98,8 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
                 f.warnings.append(msg[:300])
             continue
         if " via " in msg and "Channel" in msg:
-            t = _TRANSPORT.search(msg)
-            if t:
-                tr = t.group(2)
+            tr = _transport(msg)
+            if tr:
                 if tr not in transports:
                     transports.append(tr)
                 host = _host(line) if tr.startswith("NET/") else None

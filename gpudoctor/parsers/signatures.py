@@ -110,7 +110,9 @@ class _Engine:
 
     def __init__(self, entries: tuple[tuple[str, str], ...]):
         self.ids = [sid for sid, _ in entries]
+        self.pattern = [rx for _, rx in entries]
         self.rx = [rx for _, rx in compiled(entries)]
+        self._re2_cache: dict[int, Any] = {}
         self.always: list[int] = []
         self.set: Any = None
         if _re2 is not None:
@@ -131,6 +133,39 @@ class _Engine:
         else:
             self.anchors = [anchors(rx) for _, rx in entries]
             self.always = [i for i, a in enumerate(self.anchors) if a is None]
+
+    def finditer(self, i: int, t: str, s0: int, s1: int, stop: int) -> Iterator[re.Match[str]]:
+        """Python matches of signature ``i`` starting in t[s0:s1] (ending by ``stop``), in order.
+
+        With re2 and an ASCII block, re2 locates the matches and Python's regex re-matches only those lines;
+        otherwise Python's regex scans the block."""
+        r2 = self._re2_pattern(i) if self.set is not None else None
+        if r2 is not None:
+            block = t[s0:stop]
+            raw = block.encode("utf-8", "surrogatepass")
+            if len(raw) == len(block):
+                pos = s0
+                for m2 in r2.finditer(raw):
+                    if s0 + m2.start() >= s1:
+                        return
+                    ls = max(pos, t.rfind("\n", 0, s0 + m2.start()) + 1)
+                    m = self.rx[i].search(t, ls, min(stop, s0 + m2.end() + 1))
+                    if m is not None:
+                        pos = m.end()
+                        yield m
+                return
+        yield from self.rx[i].finditer(t, s0, stop)
+
+    def _re2_pattern(self, i: int) -> Any:
+        if i not in self._re2_cache:
+            opts = _re2.Options()
+            opts.case_sensitive = False
+            opts.never_capture = True
+            try:
+                self._re2_cache[i] = _re2.compile(re.sub(r"\(\?<?[!=][^()]*\)", "", self.pattern[i]).encode(), opts)
+            except Exception:
+                self._re2_cache[i] = None
+        return self._re2_cache[i]
 
     @property
     def name(self) -> str:
@@ -154,6 +189,26 @@ def engine_name(entries: list[dict[str, Any]] | None = None) -> str:
     """Which prefilter matches the catalogue in this environment (re2-set or literal-prefilter)."""
     entries = catalogue() if entries is None else entries
     return _engine(tuple((e["id"], e["regex"]) for e in entries)).name
+
+
+def _find_all(rx: re.Pattern[str], t: str) -> Iterator[tuple[int, int]]:
+    """Spans of all matches of ``rx`` in ``t``; 64 KiB blocks without any of its literals are skipped."""
+    lits = anchors(rx.pattern)
+    if lits is None or len(t) <= SUB_BLOCK:
+        yield from ((m.start(), m.end()) for m in rx.finditer(t))
+        return
+    n = len(t)
+    last_end = -1
+    for b0, b1 in _blocks(t, SUB_BLOCK):
+        low = t[b0:min(n, b1 + OVERLAP)].lower()
+        if not any(a in low for a in lits):
+            continue
+        for m in rx.finditer(t, b0, min(n, b1 + OVERLAP)):
+            if m.start() >= b1:
+                break
+            if m.start() >= last_end:
+                last_end = m.end()
+                yield m.start(), m.end()
 
 
 def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -197,7 +252,7 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                 if st is not None and st[0][0] >= MAX_COUNT:
                     continue
                 prev_end = last[i].end() if i in last else -1
-                for m in eng.rx[i].finditer(t, s0, min(n, s1 + OVERLAP)):
+                for m in eng.finditer(i, t, s0, s1, min(n, s1 + OVERLAP)):
                     if m.start() >= s1:
                         break
                     if m.start() < prev_end:
@@ -221,7 +276,7 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
         count, lines, groups = state[i]
         sid = eng.ids[i]
         if spans is not None and sid in explains:  # follow-on lines of the same failure
-            spans.extend((m.start(), m.end()) for m in explains[sid].finditer(t))
+            spans.extend(_find_all(explains[sid], t))
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
     return hits
 
