@@ -199,3 +199,16 @@ def test_coverage_table_is_current():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert (root / "docs" / "catalogue-coverage.md").read_text() == mod.render()
+
+
+def test_finding_concludes_with_other_inputs(tmp_path):
+    """The NCCL connect failure names the NCCL version and the interface setting found in the other inputs."""
+    (tmp_path / "nccl.log").write_text(
+        "n1:2:3 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "n1:2:3 [0] NCCL WARN socketStartConnect: Connect to 172.17.0.1<45213> failed : Connection refused\n")
+    (tmp_path / "env.txt").write_text("NCCL_SOCKET_IFNAME=docker0\nNCCL_DEBUG=INFO\n")
+    snap, _ = build_snapshot([str(tmp_path)])
+    f = next(f for f in evaluate(snap).findings if f.rule_id == "SIG031")
+    text = "\n".join(f.evidence)
+    assert "172.17.0.1<45213>" in text and "Connection refused" in text
+    assert "NCCL 2.21.5" in text and "NCCL_SOCKET_IFNAME=docker0" in text

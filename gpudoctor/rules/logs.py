@@ -5,6 +5,8 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 """
 from __future__ import annotations
 
+import string
+
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
@@ -53,7 +55,11 @@ def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
     template = entry.get("conclusion")
     if not template:
         return None
-    text = template.format_map(_Blank({k: " ".join(v.split())[:160] for k, v in groups.items() if v}))
+    values = {k: " ".join(v.split())[:160] for k, v in groups.items() if v}
+    names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    if names and not names & values.keys():
+        return None  # the match carried none of the facts the sentence needs
+    text = template.format_map(_Blank(values))
     if entry["id"] == "SIG057":
         text += _cuda_error_note(groups)
     return text
@@ -69,6 +75,49 @@ def _cuda_error_note(groups: dict[str, str]) -> str:
         if (msg and e["message"].rstrip(".").lower() == msg) or (name and e["name"] == name) or code == num:
             return f" (cudaError_t {num}, {e['name']}: '{e['message']}')"
     return ""
+
+
+_NET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "NCCL_IB_HCA",
+             "NCCL_IB_GID_INDEX")
+_NET_SIGS = {"SIG020", "SIG031", "SIG032", "SIG033", "SIG034", "SIG035", "SIG038", "SIG039", "SIG040", "SIG051"}
+_GPU_SIGS = {"SIG010", "SIG015", "SIG046", "SIG060", "SIG065"}
+
+
+def _context(entry: dict, snap) -> list[str]:
+    """The other facts of the inputs that bear on this signature (versions, variables, GPU count), so that the
+    finding concludes instead of echoing."""
+    out: list[str] = []
+    env = snap.env.variables if snap.env is not None else {}
+    nvml, torch, logs = snap.nvml, snap.torch, snap.logs
+    fam, sid = entry.get("family"), entry["id"]
+    if fam in ("nccl", "c10d") and logs is not None and logs.nccl is not None and logs.nccl.version:
+        out.append(f"NCCL {logs.nccl.version} (from the NCCL log)")
+    if sid in _NET_SIGS:
+        set_vars = [f"{k}={env[k]}" for k in _NET_VARS if k in env]
+        if set_vars:
+            out.append("network settings in the inputs: " + ", ".join(set_vars))
+        elif env:
+            out.append("NCCL_SOCKET_IFNAME is not set in the environment given: NCCL chose the interface itself")
+        if logs is not None and logs.nccl is not None and logs.nccl.net:
+            out.append(f"NCCL network in use: {logs.nccl.net}")
+    if sid in _GPU_SIGS:
+        if nvml is not None and nvml.gpus:
+            out.append(f"GPUs on the host (nvidia-smi/NVML): {len(nvml.gpus)}")
+        for k in ("CUDA_VISIBLE_DEVICES", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "NVIDIA_VISIBLE_DEVICES"):
+            if k in env:
+                out.append(f"{k}={env[k]}")
+        if logs is not None and logs.nccl is not None and logs.nccl.nranks:
+            out.append(f"ranks in the NCCL communicator: {logs.nccl.nranks}")
+    if fam in ("cuda", "container", "build", "nvidia-smi", "kernel"):
+        parts = []
+        if nvml is not None and nvml.driver_version:
+            parts.append(f"driver {nvml.driver_version}"
+                         + (f" (CUDA {nvml.cuda_driver_version} at most)" if nvml.cuda_driver_version else ""))
+        if torch is not None and torch.version:
+            parts.append(f"torch {torch.version}" + (f"+cu {torch.cuda}" if torch.cuda else " (CPU build)"))
+        if parts:
+            out.append("versions in the inputs: " + ", ".join(parts))
+    return out
 
 
 def _suppressed(entry: dict, hit_ids: set[str]) -> tuple[bool, list[str]]:
@@ -100,6 +149,7 @@ def _register_signature(entry: dict) -> None:
                 concl = _conclusion(entry, hit.groups)
                 if concl:
                     ev.insert(0, concl)
+                ev[1 if concl else 0:1 if concl else 0] = _context(entry, ctx.snap)
                 follow = [h for h in logs.signatures if h.id != sid and sid in _FOLLOWS.get(h.id, ())]
                 for f in follow:
                     ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
