@@ -46,7 +46,10 @@ def test_conclusion_fills_from_the_example(e):
 
     hit = next(h for h in match_signatures(e["example"]) if h.id == e["id"])
     text = _conclusion(e, hit.groups)
-    assert text and "{" not in text
+    if text is None:  # the example took an alternative that carries none of the sentence's facts
+        assert not hit.groups, e["id"]
+    else:
+        assert "{" not in text
 
 
 def test_example_of_one_entry_does_not_fire_unrelated_families():
