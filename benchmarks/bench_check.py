@@ -63,23 +63,22 @@ def generate(path: Path, mb: int, gz: bool, seed: int = 1) -> None:
 
 
 def run(path: Path) -> dict[str, float]:
+    """One `gpudoctor check FILE --json` in a fresh process: wall and CPU seconds, peak RSS (os.wait4)."""
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", "check", str(path), "--json"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate()
-    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    wall = time.perf_counter() - t0
-    if usage is None:  # communicate() already reaped it: measure RSS through /usr/bin/time-like rusage children
-        import resource
-
-        rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    else:
-        rss_kb = usage.ru_maxrss
-    doc = json.loads(out) if out.strip().startswith(b"{") else {}
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", "check", str(path), "--json"], env=env,
+                                stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        raw = out.read()
+    doc = json.loads(raw) if raw.strip().startswith(b"{") else {}
     fired = sorted({f["rule_id"] for f in doc.get("findings", []) if f.get("rule_id", "").startswith("SIG")})
-    return {"wall_s": wall, "peak_rss_mb": rss_kb / 1024, "signatures_fired": len(fired), "rc": proc.returncode}
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
+            "signatures_fired": len(fired), "rc": proc.returncode}
 
 
 def main() -> None:
@@ -100,8 +99,9 @@ def main() -> None:
         if not path.exists():
             generate(path, mb, args.gz)
         r = run(path)
-        print(f"{mb:>6} MB{' (gz)' if args.gz else ''}: {r['wall_s']:7.2f} s  {mb / r['wall_s']:6.1f} MB/s  "
-              f"peak RSS {r['peak_rss_mb']:6.0f} MB  signatures fired {r['signatures_fired']}  rc {r['rc']}")
+        print(f"{mb:>6} MB{' (gz)' if args.gz else ''}: wall {r['wall_s']:7.2f} s ({mb / r['wall_s']:6.1f} MB/s)  "
+              f"CPU {r['cpu_s']:7.2f} s ({mb / r['cpu_s']:6.1f} MB/CPU-s)  peak RSS {r['peak_rss_mb']:5.0f} MB  "
+              f"signatures fired {r['signatures_fired']}  rc {r['rc']}", flush=True)
         if not args.keep:
             path.unlink()
 

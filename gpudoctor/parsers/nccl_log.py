@@ -32,17 +32,14 @@ _PREFIX = re.compile(r"([^\s:]+):\d+:\d+\s+\[\d+\]\s+")
 
 def _level(line: str) -> tuple[str, str] | None:
     """(level, message) of an 'NCCL INFO|WARN|TRACE message' line (same as _LINE, without its lazy scan)."""
-    best: tuple[int, str] | None = None
-    for lvl in _LEVELS:
-        k = line.find("NCCL " + lvl)
-        if k >= 0 and (best is None or k < best[0]):
-            end = k + 5 + len(lvl)
-            if end == len(line) or line[end].isspace():
-                best = (k, lvl)
-    if best is not None:
-        k, lvl = best
-        return lvl, line[k + 5 + len(lvl):].strip()
-    if "NCCL" in line:  # unusual spacing (tabs, several blanks)
+    k = line.find("NCCL ")
+    while k >= 0:
+        rest = line[k + 5:]
+        for lvl in _LEVELS:
+            if rest.startswith(lvl) and (len(rest) == len(lvl) or rest[len(lvl)].isspace()):
+                return lvl, rest[len(lvl):].strip()
+        k = line.find("NCCL ", k + 5)
+    if "NCCL\t" in line or "NCCL  " in line:  # unusual spacing
         m = _LINE.match(line)
         if m:
             return m.group("lvl"), m.group("msg").strip()
