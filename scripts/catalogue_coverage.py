@@ -30,7 +30,8 @@ ORIGIN_SOURCE = (("NVIDIA/nccl", "NVIDIA/nccl"), ("pytorch/pytorch", "pytorch/py
                  ("NVIDIA/open-gpu-kernel-modules", "NVIDIA/open-gpu-kernel-modules"),
                  ("torvalds/linux", "Linux kernel"), ("Linux module loader", "Linux kernel"),
                  ("glibc", "glibc loader"), ("nvidia-smi", "nvidia-smi"), ("NVIDIA nvml", "nvidia-smi"),
-                 ("cuBLAS", "CUDA runtime"))
+                 ("cuBLAS", "CUDA runtime"), ("facebookincubator/gloo", "gloo (in torch)"),
+                 ("Dao-AILab/flash-attention", "flash-attention"))
 
 
 def _load(path: Path) -> dict[str, Any]:
