@@ -20,7 +20,7 @@ from gpudoctor.facts.load import InputError
 
 WHOLE_BYTES = 4 * 1024 * 1024   # larger inputs are read in chunks (and recognised on samples)
 CHUNK_BYTES = 8 * 1024 * 1024
-SAMPLE_CHARS = 1024 * 1024  # formats of a chunk are recognised on its first MiB (log formats carry over)
+SAMPLE_CHARS = 64 * 1024  # structured formats of a chunk are recognised on its start; log formats on the whole
 STDIN = "-"
 
 
@@ -122,6 +122,11 @@ def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, pa
     for k, raw in enumerate(iter_chunks(fh, head)):
         text = _decode(raw, path, k == 0)
         kinds = D.detect(text[:SAMPLE_CHARS])
+        # log formats anywhere in the chunk, by substring (a full detect() of 8 MiB costs seconds)
+        if D.DMESG not in kinds and ("NVRM:" in text or "Xid (" in text):
+            kinds.append(D.DMESG)
+        if D.NCCL not in kinds and ("NCCL INFO" in text or "NCCL WARN" in text):
+            kinds.append(D.NCCL)
         kinds += [c for c in carried if c not in kinds]
         carried += [c for c in kinds if c in (D.NCCL, D.DMESG, D.ERRORS) and c not in carried]
         errors.append(parse_file(name, text, col, kinds))
