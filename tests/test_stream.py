@@ -49,3 +49,13 @@ def test_truncated_archive_is_diagnosed_as_far_as_read(tmp_path):
     p.write_bytes(data[: len(data) // 2])
     snap, errors = build_snapshot([str(p)])
     assert errors and "could not read to the end" in errors[0]
+
+
+def test_collect_env_with_full_width_colons(tmp_path):
+    """collect_env pasted from a CJK locale (full-width colons) is still recognised and read."""
+    p = tmp_path / "env.txt"
+    p.write_text("PyTorch version\uff1a 2.4.1+cu121\nIs CUDA available\uff1a True\n"
+                 "CUDA used to build PyTorch\uff1a 12.1\nNvidia driver version\uff1a 535.104.05\n")
+    snap, errors = build_snapshot([str(p)])
+    assert not errors and snap.torch is not None and snap.torch.version == "2.4.1+cu121"
+    assert snap.torch.cuda == "12.1"
