@@ -215,3 +215,22 @@ def test_finding_concludes_with_other_inputs(tmp_path):
     text = "\n".join(f.evidence)
     assert "172.17.0.1<45213>" in text and "Connection refused" in text
     assert "NCCL 2.21.5" in text and "NCCL_SOCKET_IFNAME=docker0" in text
+
+
+def test_both_engines_give_the_same_hits(monkeypatch):
+    """The stdlib literal prefilter (no google-re2) and the re2 engine find the same signatures and counts."""
+    import gpudoctor.parsers.signatures as S
+
+    text = "\n".join(e["example"] + "\n" + e["negative"] for e in WITH_EXAMPLE) * 3
+    first = [(h.id, h.count) for h in S.match_signatures(text)]
+    monkeypatch.setattr(S, "_re2", None)
+    S._engine.cache_clear()
+    S._errorish_prefilter.cache_clear()
+    S._errorish_re2.cache_clear()
+    try:
+        assert S.engine_name() == "literal-prefilter"
+        assert [(h.id, h.count) for h in S.match_signatures(text)] == first
+    finally:
+        S._engine.cache_clear()
+        S._errorish_prefilter.cache_clear()
+        S._errorish_re2.cache_clear()

@@ -6,10 +6,14 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 from __future__ import annotations
 
 import string
+from typing import TYPE_CHECKING
 
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
+
+if TYPE_CHECKING:
+    from gpudoctor.facts.model import Snapshot
 
 AREA = "Logs & errors"
 NO_LOGS = "no log or error text among the inputs (pass them to `gpudoctor check`)"
@@ -83,7 +87,7 @@ _NET_SIGS = {"SIG020", "SIG031", "SIG032", "SIG033", "SIG034", "SIG035", "SIG038
 _GPU_SIGS = {"SIG010", "SIG015", "SIG046", "SIG060", "SIG065"}
 
 
-def _context(entry: dict, snap) -> list[str]:
+def _context(entry: dict, snap: Snapshot) -> list[str]:
     """The other facts of the inputs that bear on this signature (versions, variables, GPU count), so that the
     finding concludes instead of echoing."""
     out: list[str] = []
