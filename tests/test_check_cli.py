@@ -60,14 +60,17 @@ def test_bad_input_is_one_line_exit_2_and_others_still_diagnosed(fix, tmp_path, 
     assert "SIG015" in out  # the good file was diagnosed and reported
 
 
-def test_enormous_input(fix, tmp_path, monkeypatch):
-    import gpudoctor.facts.offline as off
+def test_enormous_input_is_streamed_not_refused(fix, tmp_path, monkeypatch):
+    """No size cap (issue 14): a large input is read in chunks; a signature in a late chunk still fires."""
+    import gpudoctor.facts.stream as stream
 
-    monkeypatch.setattr(off, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(stream, "WHOLE_BYTES", 1000)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 700)
     big = tmp_path / "big.log"
-    big.write_text("NCCL INFO x\n" * 200)
+    big.write_text("host:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n" * 200
+                   + (fix / "h200-errors/cuda-oom.txt").read_text())
     code, out, err = run(big)
-    assert code == 2 and "larger than" in err and str(big) in err
+    assert "larger than" not in err and "SIG012" in out
 
 
 def test_only_bad_inputs(tmp_path):

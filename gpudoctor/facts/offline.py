@@ -83,7 +83,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             if not found and not unreadable:
                 errors.append(f"{p}: folder holds no files")
             files += found
-        elif os.path.exists(p):
+        elif os.path.exists(p) or p == "-":  # "-": standard input (facts/stream.py)
             files.append(p)
         else:
             errors.append(f"{p}: no such file or folder")
@@ -150,8 +150,11 @@ _OWN_OUTPUT_REASONS = {
 SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT) + tuple(_OWN_OUTPUT_REASONS.values())
 
 
-def _parse_file(path: str, text: str, col: Collected) -> str | None:
-    """Parse one file into ``col``; returns an error message for a bad input (None when fine)."""
+def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None) -> str | None:
+    """Parse one file into ``col``; returns an error message for a bad input (None when fine).
+
+    ``kinds``: the formats, when the caller already recognised them (chunks of a large input, facts/stream.py).
+    """
     from gpudoctor.parsers import (
         collect_env,
         commands,
@@ -165,7 +168,7 @@ def _parse_file(path: str, text: str, col: Collected) -> str | None:
     )
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
-    kinds = D.detect(text)
+    kinds = D.detect(text) if kinds is None else kinds
     info = InputFile(path=path, kinds=list(kinds))
     own = next((k for k in kinds if k in D.OWN_OUTPUTS), None)
     if own is not None:  # explained, never parsed and never searched for error signatures
@@ -344,12 +347,9 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
     unread = [InputFile(path=e.split(": ", 1)[0], status="rejected", reason=e.split(": ", 1)[-1]) for e in errors]
     for path in files:
-        try:
-            text = read_text(path)
-        except InputError as exc:
-            err = str(exc)
-        else:
-            err = _parse_file(path, text, col)
+        from gpudoctor.facts import stream  # any size, compressed, stdin (issue 14)
+
+        err = stream.parse_input(path, col, _parse_file)
         if err:
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable

@@ -53,7 +53,7 @@ def _ver(v: str | None) -> str | None:
 
 def parse_collect_env(text: str) -> CollectEnv:
     """Parse collect_env output. Raises ParseError when none of its key lines is present."""
-    lines = clean(text).split("\n")
+    lines = clean(text).replace("\uff1a", ": ").split("\n")  # full-width colons (pastes from CJK locales)
     out = CollectEnv()
     keys: dict[str, str] = {}
     gpus: list[GpuFacts] = []

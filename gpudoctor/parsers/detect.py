@@ -105,7 +105,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
     (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),
     (COLLECT_ENV, re.compile(r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
-                             r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*:", re.M)),
+                             r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*[:\uff1a]", re.M)),
     (LSCPU, re.compile(r"^Architecture:[ \t]+\S+[ \t]*\n(?:[^\n]*\n){0,8}?(?:CPU\(s\)|Model name):", re.M)),
     (LSPCI, re.compile(r"^\s*(?:LnkCap|LnkSta|ACSCtl|ACSCap):|^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] "
                        r"(?:PCI bridge|3D controller|VGA compatible controller|Ethernet controller|Infiniband controller"

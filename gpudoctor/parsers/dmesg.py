@@ -35,7 +35,7 @@ def join_nvrm(text: str) -> str:
     for line in clean(text).split("\n"):
         stripped = line.strip()
         is_cont = (prev_nvrm and line[:1].isspace() and stripped and not stripped.startswith("[")
-                   and not _XID.search(stripped))
+                   and not ("Xid" in stripped and _XID.search(stripped)))
         if is_cont and out:
             rest = stripped[len("NVRM:"):].strip() if stripped.startswith("NVRM:") else stripped
             out[-1] = out[-1].rstrip() + " " + rest
@@ -53,7 +53,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     joined = join_nvrm(text)
     log = KernelLog(joined_text=joined)
     for line in joined.split("\n"):
-        x = _XID.search(line)
+        if "NVRM:" not in line:  # cheap test first: kernel logs of any size (facts/stream.py)
+            continue
+        x = _XID.search(line) if "Xid" in line else None
         if x:
             bus = x.group(1).rstrip(":")
             log.xids.append(XidEvent(xid=int(x.group(2)), pci_bus_id=bus, line=clip(line.strip(), 300)))

@@ -5,13 +5,22 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 """
 from __future__ import annotations
 
+import string
+from typing import TYPE_CHECKING
+
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
+if TYPE_CHECKING:
+    from gpudoctor.facts.model import Snapshot
+
 AREA = "Logs & errors"
 NO_LOGS = "no log or error text among the inputs (pass them to `gpudoctor check`)"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+# Xids the driver logs while cleaning up after another fault (43: channel stopped after an application fault,
+# 45: preemptive removal after other errors or a killed process): attached to the cause on the same GPU.
+FOLLOW_ON_XIDS = (43, 45)
 
 
 def _logs(ctx):
@@ -38,16 +47,118 @@ def unexplained(ctx):
         yield ctx.finding(lines[:10], data={"lines": lines})
 
 
+class _Blank(dict):
+    """Format mapping that renders a missing or empty named group as nothing."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
+    """The entry's conclusion sentence with the first match's named groups filled in (None without one)."""
+    template = entry.get("conclusion")
+    if not template:
+        return None
+    values = {k: " ".join(v.split())[:160] for k, v in groups.items() if v}
+    names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    if names and not names & values.keys():
+        return None  # the match carried none of the facts the sentence needs
+    text = template.format_map(_Blank(values))
+    if entry["id"] == "SIG057":
+        text += _cuda_error_note(groups)
+    return text
+
+
+def _cuda_error_note(groups: dict[str, str]) -> str:
+    """For the generic CUDA error: the cudaError_t behind the message, from rules/cuda_errors.toml."""
+    table = data.load("cuda_errors").get("error", {})
+    msg = (groups.get("cuda_error") or "").strip().rstrip(".").lower()
+    name = groups.get("cuda_name") or ""
+    code = groups.get("code") or ""
+    for num, e in table.items():
+        if (msg and e["message"].rstrip(".").lower() == msg) or (name and e["name"] == name) or code == num:
+            return f" (cudaError_t {num}, {e['name']}: '{e['message']}')"
+    return ""
+
+
+_NET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "NCCL_IB_HCA",
+             "NCCL_IB_GID_INDEX")
+_NET_SIGS = {"SIG020", "SIG031", "SIG032", "SIG033", "SIG034", "SIG035", "SIG038", "SIG039", "SIG040", "SIG051"}
+_GPU_SIGS = {"SIG010", "SIG015", "SIG046", "SIG060", "SIG065"}
+
+
+def _context(entry: dict, snap: Snapshot) -> list[str]:
+    """The other facts of the inputs that bear on this signature (versions, variables, GPU count), so that the
+    finding concludes instead of echoing."""
+    out: list[str] = []
+    env = snap.env.variables if snap.env is not None else {}
+    nvml, torch, logs = snap.nvml, snap.torch, snap.logs
+    fam, sid = entry.get("family"), entry["id"]
+    if fam in ("nccl", "c10d") and logs is not None and logs.nccl is not None and logs.nccl.version:
+        out.append(f"NCCL {logs.nccl.version} (from the NCCL log)")
+    if sid in _NET_SIGS:
+        set_vars = [f"{k}={env[k]}" for k in _NET_VARS if k in env]
+        if set_vars:
+            out.append("network settings in the inputs: " + ", ".join(set_vars))
+        elif env:
+            out.append("NCCL_SOCKET_IFNAME is not set in the environment given: NCCL chose the interface itself")
+        if logs is not None and logs.nccl is not None and logs.nccl.net:
+            out.append(f"NCCL network in use: {logs.nccl.net}")
+    if sid in _GPU_SIGS:
+        if nvml is not None and nvml.gpus:
+            out.append(f"GPUs on the host (nvidia-smi/NVML): {len(nvml.gpus)}")
+        for k in ("CUDA_VISIBLE_DEVICES", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "NVIDIA_VISIBLE_DEVICES"):
+            if k in env:
+                out.append(f"{k}={env[k]}")
+        if logs is not None and logs.nccl is not None and logs.nccl.nranks:
+            out.append(f"ranks in the NCCL communicator: {logs.nccl.nranks}")
+    if fam in ("cuda", "container", "build", "nvidia-smi", "kernel"):
+        parts = []
+        if nvml is not None and nvml.driver_version:
+            parts.append(f"driver {nvml.driver_version}"
+                         + (f" (CUDA {nvml.cuda_driver_version} at most)" if nvml.cuda_driver_version else ""))
+        if torch is not None and torch.version:
+            parts.append(f"torch {torch.version}" + (f"+cu {torch.cuda}" if torch.cuda else " (CPU build)"))
+        if parts:
+            out.append("versions in the inputs: " + ", ".join(parts))
+    return out
+
+
+def _suppressed(entry: dict, hit_ids: set[str]) -> tuple[bool, list[str]]:
+    """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``),
+    or it is a family's generic form (``fallback``) and a specific signature of that family matched."""
+    causes = [c for c in entry.get("follows", []) if c in hit_ids]
+    if causes:
+        return True, causes
+    if entry.get("fallback"):
+        fam = _FAMILY.get(entry["id"])
+        others = [h for h in hit_ids if h != entry["id"] and _FAMILY.get(h) == fam]
+        if others:
+            return True, sorted(others)
+    return False, []
+
+
 def _register_signature(entry: dict) -> None:
     sid = entry["id"]
 
     def check(ctx):
         logs = _logs(ctx)
+        hit_ids = {h.id for h in logs.signatures}
         for hit in logs.signatures:
             if hit.id == sid:
+                if _suppressed(entry, hit_ids)[0]:
+                    return  # a follow-on: the cause's finding lists it
                 where = f" ({hit.count} match{'es' * (hit.count != 1)} in {', '.join(hit.files)})" if hit.files else ""
-                yield ctx.finding([f"matched{where}:"] + [f"  {line}" for line in hit.lines],
-                                  data={"count": hit.count, "files": hit.files, "groups": hit.groups})
+                ev = [f"matched{where}:"] + [f"  {line}" for line in hit.lines]
+                concl = _conclusion(entry, hit.groups)
+                if concl:
+                    ev.insert(0, concl)
+                ev[1 if concl else 0:1 if concl else 0] = _context(entry, ctx.snap)
+                follow = [h for h in logs.signatures if h.id != sid and sid in _FOLLOWS.get(h.id, ())]
+                for f in follow:
+                    ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
+                yield ctx.finding(ev, data={"count": hit.count, "files": hit.files, "groups": hit.groups,
+                                            "conclusion": concl, "follow_on": [f.id for f in follow]})
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"
     check.__name__ = f"signature_{sid.lower()}"
@@ -55,7 +166,12 @@ def _register_signature(entry: dict) -> None:
          sources=entry["sources"], ok=f"no '{entry['title']}' in the logs")(check)
 
 
-for _entry in data.load("signatures").get("signature", []):
+_ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))
+_FAMILY: dict[str, str] = {e["id"]: e.get("family", "") for e in _ENTRIES}
+_FOLLOWS: dict[str, tuple[str, ...]] = {e["id"]: tuple(e.get("follows", ())) for e in _ENTRIES}
+
+
+for _entry in _ENTRIES:
     _register_signature(_entry)
 
 
@@ -80,8 +196,9 @@ def inputs(ctx):
 @rule("LOG001", AREA, "error", "XID errors in the kernel log",
       ok="no XID error in the kernel log",
       why="The NVIDIA driver logs an XID for every GPU fault it sees. Some mean the application failed (13, 31, 43), "
-          "others that the GPU or node needs a reset or service (48 double-bit ECC, 79 fallen off the bus, 64 row-remap "
-          "failure, 74 NVLink, 119/120 GSP). The action per XID follows NVIDIA's XID catalogue (rules/xid.toml).",
+          "others that the GPU or node needs a reset or service (48 double-bit ECC, 79 fallen off the bus, "
+          "64 row-remap failure, 74 NVLink, 119/120 GSP). The action per XID follows NVIDIA's XID catalogue "
+          "(rules/xid.toml).",
       fix="Follow the action given per XID; drain the node for those that need a GPU reset or service.",
       sources=[XID_URL, "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html", "checklist H20"])
 def xids(ctx):
@@ -95,16 +212,28 @@ def xids(ctx):
     groups: dict[tuple[int, str], list] = {}
     for x in logs.xids:
         groups.setdefault((x.xid, x.pci_bus_id or "?"), []).append(x)
+    causes = {bus for (code, bus) in groups if code not in FOLLOW_ON_XIDS}
     for (code, bus), events in sorted(groups.items()):
         entry = table.get(str(code))
+        if code in FOLLOW_ON_XIDS and bus in causes:
+            continue  # cleanup after the other Xid(s) of this GPU: reported with them
         if entry:
-            title = f"Xid {code} ({entry['mnemonic']}): {entry['meaning']}"
+            title = f"Xid {code} ({entry.get('mnemonic') or entry.get('published', '')}): {entry['meaning']}"
             sev, action = entry["severity"], entry["action"]
+            blame = entry.get("blame", "GPU")
         else:
             title = f"Xid {code} (not in gpudoctor's table)"
-            sev, action = "warning", f"look up Xid {code} in NVIDIA's XID catalogue"
-        yield ctx.finding([f"{len(events)} event(s) on GPU {bus}: {events[0].line}"], severity=sev, title=title,
-                          subject=f"GPU {bus}", remedy=action, data={"xid": code, "pci_bus_id": bus, "count": len(events)})
+            sev, action, blame = "warning", f"look up Xid {code} in NVIDIA's Xid catalogue", "unknown"
+        ev = [f"{len(events)} event(s) on GPU {bus}, blame: {blame}", f"first: {events[0].line}"]
+        if len(events) > 1:
+            ev.append(f"last: {events[-1].line}")
+        follow = {c: len(groups[(c, bus)]) for c in FOLLOW_ON_XIDS if (c, bus) in groups and code not in FOLLOW_ON_XIDS}
+        if follow:
+            ev.append("follow-on on the same GPU (cleanup after this error, not a separate fault): "
+                      + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
+        yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
+                          data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
+                                "follow_on": follow})
 
 
 @rule("LOG002", AREA, "warning", "GPU Direct RDMA used by some nodes but not others",
@@ -139,7 +268,8 @@ def gdr_asymmetric(ctx):
           "GPU devices and no driver libraries: CUDA reports no device and frameworks fall back to the CPU.",
       fix="Start the container with `--gpus all` (NVIDIA Container Toolkit installed on the host), or request "
           "nvidia.com/gpu in Kubernetes.",
-      sources=["https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html", "checklist H1"])
+      sources=["https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html",
+               "checklist H1"])
 def container_without_gpus(ctx):
     """Reads the docker/podman run command lines among the inputs and flags those that request no GPU."""
     logs = _logs(ctx)

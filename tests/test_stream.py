@@ -1,0 +1,61 @@
+"""check reads inputs of any size, compressed, and from standard input (gpudoctor/facts/stream.py)."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import sys
+
+import pytest
+
+from gpudoctor.facts import stream
+from gpudoctor.facts.offline import build_snapshot
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+       "79.10 GiB of which 3.06 MiB is free.\n")
+
+
+@pytest.mark.parametrize("suffix,opener", [(".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)])
+def test_compressed_inputs(tmp_path, suffix, opener):
+    p = tmp_path / f"err.log{suffix}"
+    with opener(p, "wb") as fh:
+        fh.write(OOM.encode())
+    snap, errors = build_snapshot([str(p)])
+    assert not errors and "SIG012" in {h.id for h in snap.logs.signatures}
+
+
+def test_stdin(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(OOM.encode())))
+    snap, errors = build_snapshot(["-"])
+    assert not errors and snap.inputs[0].path == "<stdin>"
+    assert "SIG012" in {h.id for h in snap.logs.signatures}
+
+
+def test_chunked_counts_add_up_and_one_input_entry(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream, "WHOLE_BYTES", 2000)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 1500)
+    p = tmp_path / "ranks.log"
+    p.write_text((OOM + "step 1 loss 2.0\n" * 20) * 30)
+    snap, errors = build_snapshot([str(p)])
+    assert not errors and len(snap.inputs) == 1
+    hit = next(h for h in snap.logs.signatures if h.id == "SIG012")
+    assert hit.count == 30
+
+
+def test_truncated_archive_is_diagnosed_as_far_as_read(tmp_path):
+    p = tmp_path / "cut.log.gz"
+    data = gzip.compress((OOM * 2000).encode())
+    p.write_bytes(data[: len(data) // 2])
+    snap, errors = build_snapshot([str(p)])
+    assert errors and "could not read to the end" in errors[0]
+
+
+def test_collect_env_with_full_width_colons(tmp_path):
+    """collect_env pasted from a CJK locale (full-width colons) is still recognised and read."""
+    p = tmp_path / "env.txt"
+    p.write_text("PyTorch version\uff1a 2.4.1+cu121\nIs CUDA available\uff1a True\n"
+                 "CUDA used to build PyTorch\uff1a 12.1\nNvidia driver version\uff1a 535.104.05\n")
+    snap, errors = build_snapshot([str(p)])
+    assert not errors and snap.torch is not None and snap.torch.version == "2.4.1+cu121"
+    assert snap.torch.cuda == "12.1"
