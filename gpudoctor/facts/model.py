@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpudoctor.facts.perf import PerfBaseline, SelfTestFacts
+
 SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 
 Unlimited = Literal["unlimited"]
@@ -602,6 +604,8 @@ class ConfirmationFacts(_Model):
     runs: list[ConfirmationRun] = Field(default_factory=list, description="the main run first, then transport re-runs")
     transport_verdict: Literal["p2p", "shm", "either", "neither"] | None = Field(
         None, description="which NCCL transport the re-runs blame (None: no re-run)")
+    selftest: SelfTestFacts | None = Field(None, description="GPU self-test: GEMM and device copies (issue 16)")
+    baseline: PerfBaseline | None = Field(None, description="fleet baseline the figures are judged against")
 
 
 class Snapshot(_Model):
