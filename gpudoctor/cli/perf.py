@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import signal
 import socket
 import sys
 import time
@@ -74,7 +75,8 @@ def selftest(
     st = run_selftest(interp, timeout_s=timeout)
     snap.confirmation = ConfirmationFacts(
         status="ok" if st.status == "ok" else "failed", reason=st.reason, interpreter=interp, device="cuda",
-        tasks=["selftest"], seconds=round(time.monotonic() - t0, 3), selftest=st, baseline=base,
+        tasks=["selftest"], seconds=round(time.monotonic() - t0, 3), selftest=st, baseline=base, log_dir=None,
+        transport_verdict=None,
         devices=[ConfirmDevice(rank=g.index, index=g.index, name=g.name, uuid=g.uuid, pci_bus_id=g.pci_bus_id)
                  for g in st.gpus])
     snap.duration_s = snap.confirmation.seconds
@@ -127,9 +129,17 @@ def burn(
             last_note[0] = done
             sys.stderr.write(f"burn-in: {done:.0f}/{total:.0f} s  {desc}\n")
 
+    def to_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    # Ctrl-C and SIGTERM (timeout, systemd, Slurm) both stop the load and keep what was measured
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    old_term = signal.signal(signal.SIGTERM, to_interrupt)
     try:
         run = run_burn(interp, total, on_line)
     finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
         if bar is not None:
             bar.stop()
     if not any(ln.get("t") == "gpu" for ln in run.lines):
@@ -137,11 +147,12 @@ def burn(
         raise fail(f"the burn-in could not start: {why or 'no output'}")
     findings = judge.analyze(run.lines, run.new_xids)
     summary = judge.per_gpu_summary(run.lines)
-    doc = {"gpudoctor_burn": 1, "host": socket.gethostname(), "date": _utc_now(), "minutes": minutes,
+    date = _utc_now()
+    doc: dict[str, Any] = {"gpudoctor_burn": 1, "host": socket.gethostname(), "date": date, "minutes": minutes,
            "seconds": run.seconds, "interrupted": run.interrupted, "timed_out": run.timed_out,
            "xids_readable": run.xids_readable, "new_xids": run.new_xids, "leftover_pids": run.leftover_pids,
            "summary": summary, "findings": [f.model_dump() for f in findings], "lines": run.lines}
-    path = series or f"gpudoctor-burn-{doc['date'].replace(':', '')}.json"
+    path = series or f"gpudoctor-burn-{date.replace(':', '')}.json"
     try:
         Path(path).write_text(json.dumps(doc) + "\n")
     except OSError as exc:

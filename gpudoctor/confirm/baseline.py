@@ -44,7 +44,7 @@ def from_confirmation(c: ConfirmationFacts, host: str | None, date: str | None) 
             bm.ddp_step_ms[ddp_key(d.world_size, d.per_rank_batch, d.seq_len, d.precision)] = \
                 round(d.step.step_s.median * 1000.0, 2)
         models[name] = bm
-    return PerfBaseline(host=host, date=date, models=models)
+    return PerfBaseline(host=host, date=date, models=models, path=None)
 
 
 def save(b: PerfBaseline, path: str) -> None:

@@ -1,7 +1,7 @@
 """Parent side of the GPU self-test: start :mod:`gpudoctor.confirm.gpuload` in the target interpreter
 and turn its JSON lines into :class:`~gpudoctor.facts.perf.SelfTestFacts`.
 
-The worker drives every GPU at once from one process (a few seconds: ~1.5 s of timed GEMM, ~0.5 s of
+The worker drives every GPU at once from one process (a few seconds: ~1.0 s of timed GEMM, ~0.3 s of
 timed copies, plus torch's import and CUDA start), with NVML samples every 0.1 s.
 """
 from __future__ import annotations
@@ -83,8 +83,8 @@ def worker_env(pkg: Path) -> dict[str, str]:
     return env
 
 
-def run_selftest(python: str, timeout_s: float = DEFAULT_TIMEOUT_S, gemm_s: float = 1.5,
-                 copy_s: float = 0.5) -> SelfTestFacts:
+def run_selftest(python: str, timeout_s: float = DEFAULT_TIMEOUT_S, gemm_s: float = 1.0,
+                 copy_s: float = 0.3) -> SelfTestFacts:
     """Run the self-test on every GPU the target interpreter's torch sees; never raises for a failing run."""
     with tempfile.TemporaryDirectory(prefix="gpudoctor-selftest-") as tmp:
         pkg = package_path(Path(tmp))

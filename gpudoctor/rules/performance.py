@@ -382,13 +382,15 @@ def below_baseline(ctx: Ctx) -> Iterator[Finding]:
     big = [a.busbw_gbs for a in c.allreduce if a.busbw_gbs and a.size_bytes >= 256 * 2**20]
     if big and bm0 is not None and str(c.world_size) in bm0.busbw_gbs:
         judged += 1
-        exp = bm0.busbw_gbs[str(c.world_size)]
+        exp_bw = bm0.busbw_gbs[str(c.world_size)]
         got = max(big)
-        sev = grade(got / exp, v["busbw_warning"], v["busbw_error"], False)
+        sev = grade(got / exp_bw, v["busbw_warning"], v["busbw_error"], False)
         if sev:
-            yield ctx.finding([f"all-reduce busbw {got:.1f} GB/s on {c.world_size} GPUs, baseline {exp:.1f} GB/s -> "
-                               f"{got / exp:.0%}", f"expected from {_base_label(base)}"], severity=sev,  # type: ignore[arg-type]
-                              data={"measured": got, "expected": exp, "ratio": round(got / exp, 3), "unit": "GB/s"})
+            yield ctx.finding([f"all-reduce busbw {got:.1f} GB/s on {c.world_size} GPUs, baseline {exp_bw:.1f} GB/s "
+                               f"-> {got / exp_bw:.0%}", f"expected from {_base_label(base)}"],
+                              severity=sev,  # type: ignore[arg-type]
+                              data={"measured": got, "expected": exp_bw, "ratio": round(got / exp_bw, 3),
+                                    "unit": "GB/s"})
     for cp in c.copies:
         bm = _baseline_model(base, names.get(cp.device_index))
         if bm is None:
