@@ -192,12 +192,14 @@ FIX_SLOW = ("Read the reason: another process on the GPU (nvidia-smi --query-com
 @rule("PRF001", AREA, "error", "GPU GEMM throughput below its SKU's expected figure",
       ok="GEMM throughput of every GPU at its SKU's (or the baseline's) expected figure",
       why="A dense bf16 (fp16 on V100/T4) 8192^3 matrix product is the GPU's arithmetic ceiling for training. "
-          "A healthy GPU reaches a stable, known fraction of its datasheet peak (H200: 788 of 989 TFLOP/s); less "
-          "means it is shared, throttled or faulty, and every training step runs slower by about as much.",
+          "A healthy GPU reaches a stable, known fraction of its datasheet peak (H200: 687 of 989 TFLOP/s "
+          "sustained at its 700 W power cap, ~790 in the first 0.1 s); less means it is shared, throttled or "
+          "faulty, and every training step runs slower by about as much.",
       fix=FIX_SLOW, sources=[DOC, SKU_DOC, DCGM122, NVML_REASONS])
 def gemm_low(ctx: Ctx) -> Iterator[Finding]:
     """Compares each GPU's self-test GEMM (median TFLOP/s over timed groups) with the fleet baseline for its
-    model, else the SKU table's measured figure, else datasheet peak x a documented fraction (warning only)."""
+    model, else the SKU table's self-test figure, else a sourced burst figure x 0.87 (sustained), else datasheet
+    peak x a documented fraction (warning only)."""
     yield from _judge(ctx, "gemm", "TFLOP/s", "GEMM")
 
 
