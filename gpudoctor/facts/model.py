@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpudoctor.facts.perf import PerfBaseline, SelfTestFacts
 
-SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+# 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after;
+# 1.4: confirmation.selftest, confirmation.baseline (issue 16)
+SCHEMA_VERSION = "1.4"
 
 Unlimited = Literal["unlimited"]
 
