@@ -354,3 +354,32 @@ def test_burn_ctrl_c_keeps_measurements_and_leaves_no_process(tmp_path: Path) ->
     assert pids and not any(_alive(p) for p in pids) and run.leftover_pids == []
     if os.path.exists(f"/proc/{pids[0]}"):
         assert not _alive(pids[0])
+
+
+# --- command line -------------------------------------------------------------------------------------------
+
+def _cli(*args: str, cwd: Path | None = None) -> Any:
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, "-m", "gpudoctor", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd or root, env=dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1"))
+
+
+def test_cli_baseline_from_report_and_bad_baseline(tmp_path: Path) -> None:
+    out = tmp_path / "fleet.json"
+    r = _cli("baseline", "save", str(out), "--from", str(FIX / "scan-idle.json"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["gpudoctor_baseline"] == 1 and doc["models"]["NVIDIA H200"]["gemm_tflops"] > 600
+    r = _cli("scan", "--baseline", str(tmp_path / "missing.json"), "--no-confirm")
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_cli_check_rejudges_saved_report() -> None:
+    r = _cli("check", str(FIX / "scan-contention.json"), "--json")
+    assert r.returncode == 1
+    rep = json.loads(r.stdout)
+    prf = {f["rule_id"]: f for f in rep["findings"] if f["rule_id"].startswith("PRF")}
+    assert prf["PRF001"]["data"]["expected"] == 687  # today's table, not the one the report was made with
+    assert prf["PRF001"]["data"]["reason_kind"] == "contention"
