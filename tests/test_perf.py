@@ -383,3 +383,14 @@ def test_cli_check_rejudges_saved_report() -> None:
     prf = {f["rule_id"]: f for f in rep["findings"] if f["rule_id"].startswith("PRF")}
     assert prf["PRF001"]["data"]["expected"] == 687  # today's table, not the one the report was made with
     assert prf["PRF001"]["data"]["reason_kind"] == "contention"
+
+
+def test_idle_context_is_info_busy_context_is_warning() -> None:
+    lines = copy.deepcopy(raw_lines())
+    for ln in lines:
+        if ln.get("t") == "sample":
+            ln["others"] = [{"pid": 4242, "used_mib": 500, "name": "jupyter"}]
+    (f,) = outcome(evaluate(with_gpus(snap(), lines), only=["PRF005"]), "PRF005")[1]
+    assert f.severity == "info" and "pid 4242" in f.evidence[0]
+    (f,) = outcome(evaluate(with_gpus(snap(), scaled(lines, "gemm", 0.5)), only=["PRF005"]), "PRF005")[1]
+    assert f.severity == "warning"

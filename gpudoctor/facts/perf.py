@@ -125,7 +125,7 @@ def explain(g: SelfTestGpu) -> tuple[str, str]:
     if s.others:
         procs = ", ".join(f"pid {p.pid}{f' {p.name}' if p.name else ''}"
                           f"{f' ({p.used_mib} MiB)' if p.used_mib is not None else ''}" for p in s.others[:4])
-        return "contention", f"contention: another process computed on this GPU during the test ({procs})"
+        return "contention", f"contention: another process had a compute context on this GPU during the test ({procs})"
     present = present_reasons(s)
     faults = [r for r in present if r in FAULT_REASONS]
     if faults:

@@ -329,6 +329,15 @@ def ddp_slow(ctx: Ctx) -> Iterator[Finding]:
                             "expected_source": exp.source, "key": key, "reason": gpu_note})
 
 
+def _low(g: SelfTestGpu, base: PerfBaseline | None) -> bool:
+    """True when the GPU's GEMM or copy is below the warning fraction of its expected figure, or unknown."""
+    pairs = ((g.gemm_tflops, expected_gemm(g, base), "gemm"), (g.d2d_gbs, expected_copy(g, base), "copy"))
+    known = [(m, e, k) for m, e, k in pairs if m is not None and e is not None]
+    if not known:
+        return True
+    return any(m / e.value < verdict(k)["warning"] for m, e, k in known)
+
+
 @rule("PRF005", AREA, "error", "GPU throttled by a fault, hot, or shared during the self-test",
       ok="No fault clock-event reason, no other process on the GPUs during the self-test",
       why="NVML's clock-event reasons say why a GPU runs below its maximum clock. The software power cap at full "
@@ -338,7 +347,8 @@ def ddp_slow(ctx: Ctx) -> Iterator[Finding]:
                                               "feature-overview.html"])
 def throttled(ctx: Ctx) -> Iterator[Finding]:
     """Reads the NVML samples taken during the self-test's timed part: fault reasons (error), a temperature
-    within 5 °C of the GPU's slowdown threshold (warning), other processes computing on the GPU (warning)."""
+    within 5 °C of the GPU's slowdown threshold (warning), other processes with a compute context on the GPU
+    (warning when its figures are low or unknown, info when they are normal)."""
     st = _selftest(ctx)
     no_samples = []
     for g in st.gpus:
@@ -349,6 +359,10 @@ def throttled(ctx: Ctx) -> Iterator[Finding]:
         kind, reason = explain(g)
         if kind in ("fault", "contention", "hot"):
             sev = "error" if kind == "fault" else "warning"
+            if kind == "contention" and not _low(g, ctx.snap.confirmation.baseline if ctx.snap.confirmation else None):
+                # a process holding a context but leaving the figures normal is idle (GPU008 reports it)
+                sev = "info"
+                reason += "; the figures were normal, so it was not computing much"
             yield ctx.finding([f"{_gpu_label(g)}: {reason}",
                                f"{s.n} samples: SM clock median {s.sm_mhz_median} MHz (max {s.max_sm_mhz}), power "
                                f"{s.power_w_median} W (limit {s.power_limit_w}), up to {s.temp_c_max} °C, "
