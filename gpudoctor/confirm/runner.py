@@ -310,7 +310,7 @@ def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: P
         # one GPU: no link between GPUs to measure; an all-reduce sweep of one rank is a local no-op
         kwargs["tasks"] = ["copy", "ddp"]
     facts = confirm(python=t.interpreter, cpu=False, nproc=0, timeout_s=timeout_s, on_progress=on_progress, **kwargs)
-    if selftest:  # issue 16: GEMM and device copies on every GPU at once, with NVML samples
+    if selftest and facts.status != "hung":  # issue 16: GEMM and device copies on every GPU at once, NVML samples
         from gpudoctor.confirm.selftest import run_selftest
 
         facts.selftest = run_selftest(t.interpreter)
