@@ -146,10 +146,15 @@ def scan(
     confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
                                           help="Hard limit in seconds for the confirmation runs (each transport "
                                                "re-run after a failure gets at most 45 s more)."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Judge the measured figures against this fleet "
+                                        "baseline (`gpudoctor baseline save`) instead of the SKU table."),
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
+    from gpudoctor.cli.perf import _load_baseline
+
+    perf_baseline = _load_baseline(baseline)
     from gpudoctor.probes import interrupt
     from gpudoctor.probes.torch_start import missing_interpreter, resolve_interpreter
     from gpudoctor.probes.torch_start import start as start_torch_probe
@@ -186,6 +191,7 @@ def scan(
     try:
         with RunProgress() as progress:
             snap.confirmation = for_scan(snap, run=not no_confirm, timeout_s=confirm_timeout, on_progress=progress)
+            snap.confirmation.baseline = perf_baseline
         if snap.confirmation is not None and snap.confirmation.runs and snap.topology is not None:
             from gpudoctor.probes.topology import recheck_nvlink_errors
 
@@ -607,6 +613,11 @@ def _flush_stdout() -> None:
     except OSError as exc:  # > /dev/full: the buffered report could not be written
         sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror or exc}\n")
         os._exit(EXIT_USAGE)
+
+
+from gpudoctor.cli import perf as _perf  # noqa: E402  (selftest, burn, baseline: issue 16)
+
+_perf.register(app)
 
 
 def main() -> None:

@@ -330,12 +330,13 @@ def facts_from(main: Launch, spec: dict, python: str) -> ConfirmationFacts:
 
 
 def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: ProgressFn | None = None,
-             **kwargs: Any) -> ConfirmationFacts:
+             selftest: bool = True, **kwargs: Any) -> ConfirmationFacts:
     """The confirmation runs of `gpudoctor scan`: on every GPU torch sees, after the probes.
 
     Skipped ('skipped') with ``run=False``; 'not_applicable' on a host without NVIDIA GPUs; 'error'
     when the probed torch cannot run them (not installed, CPU-only build, CUDA unusable) -- the
-    PyTorch rules say why. Never raises for a failing run.
+    PyTorch rules say why. ``selftest``: also run the GPU self-test (:mod:`gpudoctor.confirm.selftest`).
+    Never raises for a failing run.
     """
     if not run:
         return ConfirmationFacts(status="skipped", reason="skipped (--no-confirm)")
@@ -356,4 +357,9 @@ def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: P
     if (t.device_count or len(nv.gpus)) < 2 and "tasks" not in kwargs:
         # one GPU: no link between GPUs to measure; an all-reduce sweep of one rank is a local no-op
         kwargs["tasks"] = ["copy", "ddp"]
-    return confirm(python=t.interpreter, cpu=False, nproc=0, timeout_s=timeout_s, on_progress=on_progress, **kwargs)
+    facts = confirm(python=t.interpreter, cpu=False, nproc=0, timeout_s=timeout_s, on_progress=on_progress, **kwargs)
+    if selftest and facts.status != "hung":  # issue 16: GEMM and device copies on every GPU at once, NVML samples
+        from gpudoctor.confirm.selftest import run_selftest
+
+        facts.selftest = run_selftest(t.interpreter)
+    return facts

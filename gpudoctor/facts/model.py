@@ -17,8 +17,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after;
-# 1.4: inputs[].status / reason, confirmation status "interrupted"
+from gpudoctor.facts.perf import PerfBaseline, SelfTestFacts
+
+# 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after;
+# 1.4: inputs[].status / reason, confirmation status "interrupted" (issue 15);
+#      confirmation.selftest, confirmation.baseline (issue 16)
+SCHEMA_VERSION = "1.4"
 
 Unlimited = Literal["unlimited"]
 
@@ -609,6 +613,8 @@ class ConfirmationFacts(_Model):
     runs: list[ConfirmationRun] = Field(default_factory=list, description="the main run first, then transport re-runs")
     transport_verdict: Literal["p2p", "shm", "either", "neither"] | None = Field(
         None, description="which NCCL transport the re-runs blame (None: no re-run)")
+    selftest: SelfTestFacts | None = Field(None, description="GPU self-test: GEMM and device copies (issue 16)")
+    baseline: PerfBaseline | None = Field(None, description="fleet baseline the figures are judged against")
 
 
 class Snapshot(_Model):

@@ -28,6 +28,12 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
     if c.status in ("skipped", "not_applicable", "error") and not c.runs:
         return
     console.print()
+    if c.tasks == ["selftest"]:  # `gpudoctor selftest`: nothing else ran
+        from gpudoctor.reports.perf_view import render_selftest
+
+        if c.selftest is not None:
+            render_selftest(c.selftest, console)
+        return
     head = (f"[bold]Confirmation runs[/] · {c.backend} on {c.device}, world size {c.world_size or '?'} · "
             f"torch {c.torch_version or '?'}" + (f" (NCCL {c.nccl_version})" if c.nccl_version else "") +
             f" · {c.seconds or 0:.1f} s")
@@ -99,6 +105,10 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
         if run.status != "ok" or len(c.runs) > 1:
             console.print(f"  run {escape(run.name)}: {run.status} in {run.seconds:.1f} s"
                           + (f" — {escape(run.message)}" if run.message else ""), highlight=False)
+    if c.selftest is not None:  # issue 16
+        from gpudoctor.reports.perf_view import render_selftest
+
+        render_selftest(c.selftest, console)
     kept = [run.log_dir for run in c.runs if run.status == "ok" and run.log_dir]
     if kept:  # --keep-logs on a run that went well (failed runs name their logs in the CNF001 finding)
         console.print(f"  per-rank logs kept in {escape(kept[0])}", highlight=False)

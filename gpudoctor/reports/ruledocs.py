@@ -9,6 +9,7 @@ FAMILIES = {
     "NCL": "NCCL & environment", "CMP": "Compatibility", "SIG": "Logs & errors: known error signatures", "LOG": "Logs & errors: log facts",
     "CNF": "Confirmation runs",
     "CLU": "Cluster",
+    "PRF": "Performance (self-test, SKU table, baseline, siblings)",
 }
 
 

@@ -10,6 +10,7 @@ from gpudoctor.rules import (  # noqa: F401,E402
     logs,  # noqa: F401,E402  (SIG signatures, LOG log facts)
     nccl_env,
     pcie,
+    performance,  # noqa: F401,E402  (PRF: self-test, SKU table, baseline, siblings)
     topology,  # noqa: F401,E402
     torch_rules,
 )
