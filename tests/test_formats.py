@@ -15,6 +15,8 @@ xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) vali
 parser = pytest.importorskip("prometheus_client.parser", reason="prometheus_client (test extra) parses the textfile")
 
 REPORTS = all_reports()
+needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
+                                    reason="promtool not installed (Debian: apt-get install prometheus)")
 
 
 # --- JUnit ---------------------------------------------------------------------------------------------
@@ -196,7 +198,7 @@ def test_prometheus_cluster_series():
     assert {s.labels.get("node") for s in fams["gpudoctor_rule_outcome"].samples} >= nodes
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian: apt-get install prometheus)")
+@needs_promtool
 @pytest.mark.parametrize("name", sorted(REPORTS))
 def test_promtool_check_metrics(name):
     text = render(REPORTS[name], "prometheus")
@@ -213,7 +215,7 @@ def test_every_format_renders_every_report():
             assert TOKEN not in out, (name, fmt)
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian: apt-get install prometheus)")
+@needs_promtool
 def test_promtool_can_fail():
     """The negative control: promtool's lint rejects a gauge named like a counter."""
     bad = "# HELP x_total a\n# TYPE x_total gauge\nx_total 1\n"

@@ -59,7 +59,8 @@ def _header(report: Any, fail_on: str) -> str:
     v = C.verdict(report, fail_on)
     n = C.counts(report)
     words = {"FAIL": f"not fit: findings at or above --fail-on {fail_on}",
-             "WARN": f"fit, with findings below --fail-on {fail_on}", "OK": "fit: no finding"}
+             "WARN": f"fit, with findings below --fail-on {fail_on}",
+             "OK": "fit: no finding" if not C.all_findings(report) else "fit: informational findings only"}
     lines = []
     snap = getattr(report, "snapshot", None)
     if snap is not None:
@@ -114,7 +115,8 @@ def _probe_errors(report: Any) -> str:
         return ""
     rows = [[escape(node or ""), escape(e.probe), escape(e.kind), escape(e.message), f"{e.seconds:.1f}"]
             for node, e in errs]
-    return f'<section id="probe-errors"><h2>Probe errors</h2>{S.table(["node", "probe", "kind", "message", "s"], rows)}</section>'
+    tab = S.table(["node", "probe", "kind", "message", "s"], rows)
+    return f'<section id="probe-errors"><h2>Probe errors</h2>{tab}</section>'
 
 
 def render(report: Any, fail_on: str = "error") -> str:

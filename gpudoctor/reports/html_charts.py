@@ -82,12 +82,15 @@ def line_chart(ch: Chart, width: int = 640, height: int = 300) -> str:
         yv = ymax * i / 5
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{Y(yv):.1f}" y2="{Y(yv):.1f}" class="grid"/>'
                    f'<text x="{left - 6}" y="{Y(yv) + 4:.1f}" class="ax" text-anchor="end">{yv:g}</text>')
-    xticks = sorted({x for x, _ in pts})
-    step = max(1, math.ceil(len(xticks) / 8))
-    for xv in xticks[::step]:
+    placed: list[float] = []
+    for xv in sorted({x for x, _ in pts}, key=lambda v: (not float(v).is_integer() or int(v) & (int(v) - 1) != 0, v)):
+        if any(abs(X(xv) - X(p)) < 44 for p in placed):  # powers of two first; a label never overlaps another
+            continue
+        placed.append(xv)
         lab = _size(xv) if ch.x_fmt == "size" else f"{xv:g}"
         out.append(f'<text x="{X(xv):.1f}" y="{top + ph + 16}" class="ax" text-anchor="middle">{escape(lab)}</text>')
-    out.append(f'<text x="{left + pw / 2}" y="{height - 6}" class="ax" text-anchor="middle">{escape(ch.x_label)}</text>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 6}" class="ax" text-anchor="middle">'
+               f'{escape(ch.x_label)}</text>')
     out.append(f'<text x="12" y="{top + ph / 2}" class="ax" text-anchor="middle" '
                f'transform="rotate(-90 12 {top + ph / 2})">{escape(ch.y_label)}</text>')
     for label, yv in ch.hlines:

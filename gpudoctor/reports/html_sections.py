@@ -65,8 +65,10 @@ def _expected_copy(snap: Any, cp: Any) -> tuple[float, float] | None:
 
     nv = snap.nvml
     for g in (nv.gpus if nv is not None else []):
-        if (cp.uuid and g.uuid and cp.uuid.lower().removeprefix("gpu-") == g.uuid.lower().removeprefix("gpu-")) or \
-                (cp.pci_bus_id and g.pci_bus_id and cp.pci_bus_id.lower().lstrip("0") == g.pci_bus_id.lower().lstrip("0")):
+        same_uuid = cp.uuid and g.uuid and cp.uuid.lower().removeprefix("gpu-") == g.uuid.lower().removeprefix("gpu-")
+        same_bus = cp.pci_bus_id and g.pci_bus_id and \
+            cp.pci_bus_id.lower().lstrip("0") == g.pci_bus_id.lower().lstrip("0")
+        if same_uuid or same_bus:
             rate = pcie_line_gbs(g.pcie_gen_max, g.pcie_width_max)
             return (rate, data.load("confirm")["copy"]["min_fraction"]) if rate else None
     return None
@@ -86,10 +88,12 @@ def confirmation(snap: Any) -> str:
             if a.busbw_gbs is not None and not a.error:
                 by_dtype.setdefault(a.dtype, []).append((float(a.size_bytes), a.busbw_gbs))
         exp = _expected_allreduce(snap)
-        hl = [(f"{exp[0]} line rate", exp[1]), (f"{exp[2]:.0%} of it: the rule's floor", exp[1] * exp[2])] if exp else []
+        hl = [(f"{exp[0]} line rate", exp[1]),
+              (f"{exp[2]:.0%} of it: the rule's floor", exp[1] * exp[2])] if exp else []
         out.append(line_chart(Chart("all-reduce bus bandwidth vs message size (rank 0, median)", "message size",
                                     "busbw GB/s", [Series(k, v) for k, v in by_dtype.items()], hl, log_x=True)))
-        rows = [[escape(f"{a.size_bytes / MiB:g} MiB"), escape(a.dtype), _f(a.time_s.median * 1e3 if a.time_s else None, ".3f"),
+        rows = [[escape(f"{a.size_bytes / MiB:g} MiB"), escape(a.dtype),
+                 _f(a.time_s.median * 1e3 if a.time_s else None, ".3f"),
                  _f(a.algbw_gbs, ".2f"), _f(a.busbw_gbs, ".2f"),
                  escape(a.error[:80]) if a.error else ("ok" if a.correct else "WRONG" if a.correct is False else "?")]
                 for a in c.allreduce]
@@ -97,7 +101,8 @@ def confirmation(snap: Any) -> str:
     elif c.allreduce:
         out.append("<p>all-reduce: world size 1, nothing crosses a link; run on 2+ GPUs to measure busbw.</p>")
     if c.copies:
-        groups = [(f"GPU {cp.device_index}", [("H2D", cp.h2d_gbs.median), ("D2H", cp.d2h_gbs.median)]) for cp in c.copies]
+        groups = [(f"GPU {cp.device_index}", [("H2D", cp.h2d_gbs.median), ("D2H", cp.d2h_gbs.median)])
+                  for cp in c.copies]
         exp_c = [e for e in (_expected_copy(snap, cp) for cp in c.copies) if e]
         hl = []
         if exp_c:
@@ -107,7 +112,8 @@ def confirmation(snap: Any) -> str:
                              groups, hl))
     d = c.ddp
     if d is not None:
-        rows = [[f"{d.world_size} rank(s)", _f(d.step.step_s.median * 1e3, ".2f"), _f(d.step.forward_s.median * 1e3, ".2f"),
+        rows = [[f"{d.world_size} rank(s)", _f(d.step.step_s.median * 1e3, ".2f"),
+                 _f(d.step.forward_s.median * 1e3, ".2f"),
                  _f(d.step.backward_s.median * 1e3, ".2f"), _f(d.step.optimizer_s.median * 1e3, ".2f")]]
         if d.single:
             rows.append([f"1 device, batch {d.single.batch}", _f(d.single.step_s.median * 1e3, ".2f"),
@@ -152,7 +158,8 @@ def burnin(snap: Any, max_charts: int = 6) -> str:
     extra = getattr(snap, "model_extra", None) or {}
     sections = {k: v for k, v in {**dumped, **extra}.items() if "burn" in k.lower() and v}
     if snap.confirmation is not None:
-        sections.update({k: v for k, v in snap.confirmation.model_dump(mode="json").items() if "burn" in k.lower() and v})
+        conf = snap.confirmation.model_dump(mode="json")
+        sections.update({k: v for k, v in conf.items() if "burn" in k.lower() and v})
     out = []
     for name, sec in sections.items():
         recs = _records(sec)
@@ -167,7 +174,8 @@ def burnin(snap: Any, max_charts: int = 6) -> str:
             series: dict[str, list[tuple[float, float]]] = {}
             for r in recs:
                 if isinstance(r.get(fld), (int, float)) and isinstance(r.get(tkey), (int, float)):
-                    series.setdefault(f"{gkey} {r.get(gkey)}" if gkey else fld, []).append((float(r[tkey]), float(r[fld])))
+                    key = f"{gkey} {r.get(gkey)}" if gkey else fld
+                    series.setdefault(key, []).append((float(r[tkey]), float(r[fld])))
             charts.append(line_chart(Chart(f"{name}: {fld}", tkey, fld, [Series(k, v) for k, v in series.items()],
                                            x_fmt="num")))
         out.append(f'<section id="burnin"><h2>Burn-in: {escape(name)}</h2>{"".join(charts)}</section>')
@@ -225,6 +233,7 @@ def cluster(report: Any) -> str:
         out.append(table(["round", "pair", "busbw GB/s", "time ms", "verdict"], [
             [str(pr.round), escape(f"{pr.a} ↔ {pr.b}"), _f(pr.busbw_gbs, ".2f"),
              _f(pr.seconds_median * 1e3 if pr.seconds_median else None, ".3f"),
-             escape(pr.error) if pr.error else ('<span class="bad">slow</span>' if pr.slow else "ok")] for pr in p.pairs]))
+             escape(pr.error) if pr.error else ('<span class="bad">slow</span>' if pr.slow else "ok")]
+            for pr in p.pairs]))
     out.append("</section>")
     return "".join(out)
