@@ -158,8 +158,8 @@ def render(report: Any, fail_on: str = "error") -> str:
     for i, (node, f) in enumerate(C.all_findings(report)):
         if i >= MAX_FINDINGS:
             break
-        m.add("finding", "1 per finding (rule, severity, area, subject)", 1, node=node, rule_id=f.rule_id,
-              severity=f.severity, area=f.area, subject=(f.subject or "")[:64])
+        m.add("finding", "1 per finding (rule, severity, area, subject, title)", 1, node=node, rule_id=f.rule_id,
+              severity=f.severity, area=f.area, subject=(f.subject or "")[:64], title=f.title[:120])
     snap = getattr(report, "snapshot", None)
     if snap is not None:
         _snapshot(m, snap, None)
