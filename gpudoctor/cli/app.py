@@ -73,14 +73,14 @@ class Format(str, enum.Enum):
     html = "html"
 
 
-def format_option():
+def format_option() -> typer.models.OptionInfo:
     """--format, shared by every report command (scan, check, cluster, smoke, bench, ...)."""
     return typer.Option(None, "--format", help="Output format: text (default), json (same as --json), junit, "
                         "github (workflow commands; Markdown summary to $GITHUB_STEP_SUMMARY), prometheus "
                         "(textfile collector), html (one self-contained page).")
 
 
-def output_option():
+def output_option() -> typer.models.OptionInfo:
     """--output, shared by every report command."""
     return typer.Option(None, "--output", "-o", help="Write the report (in --format) to this file instead of "
                         "stdout, atomically (temporary file + rename: safe for node_exporter's textfile collector).")
@@ -101,7 +101,7 @@ def output_spec(fmt: Format | None, json_out: bool, output: str | None) -> Out:
     return Out("json" if json_out else (fmt.value if fmt else "text"), output)
 
 
-def write_report(report, out: Out, save: str | None, verbose: bool, renderer, fail_on: FailOn = None,
+def write_report(report, out: Out, save: str | None, verbose: bool, renderer, fail_on: FailOn | None = None,
                  on_save_error=None) -> None:
     """Save (``--save``, JSON, atomically), then print the report in ``out.fmt`` (text: with ``renderer``, a
     terminal report function) on stdout or to ``out.path`` (atomically). An unwritable path is a one-line

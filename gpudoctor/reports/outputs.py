@@ -51,15 +51,17 @@ def _text(report: Any, fail_on: str, verbose: bool, text_renderer: Callable | No
     """The terminal report as plain text (no colour, 120 columns): what --format text --output writes."""
     from rich.console import Console
 
-    if text_renderer is None:
+    renderer: Callable[..., None]
+    if text_renderer is not None:
+        renderer = text_renderer
+    else:
         from gpudoctor.reports.cases import is_cluster
+        from gpudoctor.reports.cluster_terminal import render_cluster
+        from gpudoctor.reports.terminal import render as render_host
 
-        if is_cluster(report):
-            from gpudoctor.reports.cluster_terminal import render_cluster as text_renderer
-        else:
-            from gpudoctor.reports.terminal import render as text_renderer
+        renderer = render_cluster if is_cluster(report) else render_host
     buf = io.StringIO()
-    text_renderer(report, Console(file=buf, width=120, color_system=None, force_terminal=False), verbose=verbose)
+    renderer(report, Console(file=buf, width=120, color_system=None, force_terminal=False), verbose=verbose)
     return buf.getvalue()
 
 
