@@ -36,9 +36,11 @@ def topology(snap: Any) -> str:
             cell = m.matrix[i][j]
             cells.append(f'<span class="cell" style="background:{link_colour(cell)}">{escape(cell or "?")}</span>')
         rows.append(cells)
+    present = {("NV#" if c.startswith("NV") else c) for row in m.matrix for c in row if c and c != "X"}
+    classes = [lc for lc in t.link_classes if lc.name in present] or t.link_classes
     legend = "".join(f'<li><span class="cell" style="background:{link_colour(lc.name)}">{escape(lc.name)}</span> '
                      f'{escape(lc.meaning)}' + (f" — {lc.bandwidth_gbs:g} GB/s per direction ({escape(lc.basis or '')})"
-                                                if lc.bandwidth_gbs else "") + "</li>" for lc in t.link_classes)
+                                                if lc.bandwidth_gbs else "") + "</li>" for lc in classes)
     return (f'<section id="topology"><h2>GPU topology</h2>{table(head, rows, "matrix")}'
             f'<ul class="legend">{legend}</ul></section>')
 
