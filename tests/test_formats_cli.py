@@ -120,3 +120,36 @@ def test_github_format_appends_the_step_summary(tmp_path):
     code, out, _ = run("check", H200_2GPU, "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert code == 0 and out.splitlines()[-1].startswith("gpudoctor check of 1 input file(s)")
     assert summary.read_text().startswith("## ")
+
+
+def test_sigterm_during_scan_writes_the_partial_textfile_with_the_real_bar(tmp_path):
+    """timeout(1) in the DaemonSet / Slurm script sends SIGTERM to a hung scan: the textfile still appears,
+    atomically, and says unhealthy (no driver here: an error), not 'healthy' because the scan was cut short."""
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    hang = tmp_path / "slowpython"
+    hang.write_text(f"#!{sys.executable}\nimport time; time.sleep(60)\n")
+    hang.chmod(0o755)
+    prom = tmp_path / "gpudoctor.prom"
+    root = str(H200_2GPU.parents[3])
+    p = subprocess.Popen([sys.executable, "-m", "gpudoctor", "scan", "--no-confirm", "--python", str(hang),
+                          "--format", "prometheus", "--output", str(prom)],
+                         env=dict(os.environ, PYTHONPATH=root), cwd=root, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:  # wait until the (hanging) torch probe child runs
+        kids = psutil.Process(p.pid).children(recursive=True) if p.poll() is None else []
+        if any("slowpython" in " ".join(k.cmdline()) for k in kids if k.is_running()):
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and out == "", err
+    text = prom.read_text()
+    assert 'gpudoctor_probe_error{probe="torch",kind="interrupted"} 1' in text
+    assert "gpudoctor_healthy 0" in text
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["gpudoctor.prom", "slowpython"]

@@ -167,7 +167,7 @@ def test_html_screenshot(tmp_path):
     page = tmp_path / "r.html"
     page.write_text(render(REPORTS["h200-2gpu"], "html"))
     png = tmp_path / "r.png"
-    res = chromium("--window-size=1280,1600", f"--screenshot={png}", page.as_uri())
+    res = chromium("--window-size=1280,2600", f"--screenshot={png}", page.as_uri())
     assert png.exists() and png.stat().st_size > 20000, res.stderr[-2000:]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if os.environ.get("GPUDOCTOR_UPDATE_SCREENSHOTS"):  # refresh the committed screenshot

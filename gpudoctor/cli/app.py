@@ -165,12 +165,13 @@ def emit(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn,
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
-def _emit_partial(snap, out: Out, save: str | None, verbose: bool) -> None:
-    """Report what an interrupted scan found (saved too with --save) and exit 130."""
+def _emit_partial(snap, out: Out, save: str | None, verbose: bool, fail_on: FailOn = FailOn.never) -> None:
+    """Report what an interrupted scan found (saved too with --save) and exit 130. ``fail_on`` reaches the
+    formats that state it (Prometheus' gpudoctor_healthy, JUnit failures); the exit code stays 130."""
     from gpudoctor.rules import evaluate
 
     try:
-        emit(evaluate(snap), out, save, verbose, FailOn.never)
+        emit(evaluate(snap), out, save, verbose, fail_on)
     except typer.Exit:
         pass
     raise typer.Exit(130)
@@ -223,11 +224,11 @@ def scan(
     except ScanInterrupted as exc:
         # Ctrl-C: children are already killed; keep and show what was found, exit 130.
         sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
-        _emit_partial(exc.snapshot, out, save, verbose)
+        _emit_partial(exc.snapshot, out, save, verbose, fail_on)
     interrupt.uninstall()  # the confirmation runner handles Ctrl-C (KeyboardInterrupt) itself
     if interrupt.STOP.is_set():  # Ctrl-C right after the probes: do not start the confirmation runs
         sys.stderr.write("gpudoctor: interrupted; reporting the static checks\n")
-        _emit_partial(snap, out, save, verbose)
+        _emit_partial(snap, out, save, verbose, fail_on)
     from gpudoctor.confirm.runner import for_scan
     from gpudoctor.reports.progress import RunProgress
 
@@ -244,7 +245,7 @@ def scan(
 
         kill_all()
         sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
-        _emit_partial(snap, out, save, verbose)
+        _emit_partial(snap, out, save, verbose, fail_on)
     emit(evaluate(snap), out, save, verbose, fail_on)
 
 
