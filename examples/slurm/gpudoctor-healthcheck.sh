@@ -16,7 +16,8 @@
 # (usage or internal error: the node is NOT drained for that, the message goes to syslog).
 #
 # Settings (environment, or edit the defaults):
-#   GPUDOCTOR_CMD      the check to run (default: "gpudoctor scan --no-confirm"); the script adds
+#   GPUDOCTOR_CMD      the check to run (default: "gpudoctor scan --no-confirm"; slurmd's PATH is short: use
+#                      the full path, e.g. /opt/gpudoctor/bin/gpudoctor, for a virtual environment); the script adds
 #                      --format/--output/--save/--fail-on itself
 #   GPUDOCTOR_FAIL_ON  error (default) | warning | info
 #   GPUDOCTOR_TIMEOUT  seconds before the scan is killed and the node drained as hung (default 120)
