@@ -34,7 +34,8 @@ padding:3px 6px;border-radius:4px}.legend{list-style:none;padding:0;font-size:.8
 .bad{color:#b91c1c;font-weight:600}.warn{color:#b45309;font-weight:600}.good{color:#15803d}
 svg.chart{width:100%;max-width:760px;height:auto;background:#fff;border:1px solid #e5e7eb;border-radius:8px;
 margin:8px 0;display:block}svg .ct{font-size:13px;font-weight:600}svg .ax{font-size:11px;fill:#374151}
-svg .grid{stroke:#e5e7eb}svg .expected{stroke:#dc2626;stroke-dasharray:6 4;stroke-width:1.5}svg .exp{fill:#b91c1c;paint-order:stroke;stroke:#fff;stroke-width:3px}
+svg .grid{stroke:#e5e7eb}svg .expected{stroke:#dc2626;stroke-dasharray:6 4;stroke-width:1.5}
+svg .exp{fill:#b91c1c;paint-order:stroke;stroke:#fff;stroke-width:3px}
 details{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:6px 12px;margin:6px 0}
 summary{cursor:pointer;font-weight:600}
 @media (max-width:600px){body{font-size:14px}main{padding:10px}.verdict .big{font-size:1.4rem}}
