@@ -5,6 +5,7 @@ input error; 3 internal error (a gpudoctor bug; please report it).
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import sys
@@ -65,26 +66,77 @@ def report_console():
     return Console(width=max(60, width))
 
 
-def write_report(report, json_out: bool, save: str | None, verbose: bool, renderer, on_save_error=None) -> None:
-    """Save (``--save``, atomically), then print the report as JSON or with ``renderer`` (a terminal
-    report function). An unwritable ``save`` path is a one-line error, exit 2 (after ``on_save_error``)."""
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    github = "github"
+    prometheus = "prometheus"
+    html = "html"
+
+
+def format_option() -> typer.models.OptionInfo:
+    """--format, shared by every report command (scan, check, cluster, smoke, bench, ...)."""
+    return typer.Option(None, "--format", help="Output format: text (default), json (same as --json), junit, "
+                        "github (workflow commands; Markdown summary to $GITHUB_STEP_SUMMARY), prometheus "
+                        "(textfile collector), html (one self-contained page).")
+
+
+def output_option() -> typer.models.OptionInfo:
+    """--output, shared by every report command."""
+    return typer.Option(None, "--output", "-o", help="Write the report (in --format) to this file instead of "
+                        "stdout, atomically (temporary file + rename: safe for node_exporter's textfile collector).")
+
+
+@dataclasses.dataclass(frozen=True)
+class Out:
+    """Where and how a report command writes its report."""
+
+    fmt: str = "text"
+    path: str | None = None
+
+
+def output_spec(fmt: Format | None, json_out: bool, output: str | None) -> Out:
+    """--format / --json / --output as one value; --json with another --format is a usage error."""
+    if json_out and fmt not in (None, Format.json):
+        raise fail(f"--json and --format {fmt.value} disagree; give one")
+    return Out("json" if json_out else (fmt.value if fmt else "text"), output)
+
+
+def write_report(report, out: Out, save: str | None, verbose: bool, renderer, fail_on: FailOn | None = None,
+                 on_save_error=None) -> None:
+    """Save (``--save``, JSON, atomically), then print the report in ``out.fmt`` (text: with ``renderer``, a
+    terminal report function) on stdout or to ``out.path`` (atomically). An unwritable path is a one-line
+    error, exit 2 (after ``on_save_error``)."""
     from gpudoctor.reports import jsonout
 
+    fail_on = fail_on or FailOn.error
     if save:
         try:
             jsonout.save(report, save)
         except OSError as exc:
             if on_save_error is not None:
                 on_save_error()
-            raise fail(f"cannot write {save}: {exc.strerror or exc}")
-    if json_out:
-        sys.stdout.write(jsonout.to_json(report) + "\n")
-    else:
+            raise fail(f"cannot write {save}: {exc.strerror or exc}") from exc
+    if out.fmt == "text" and out.path is None:
         renderer(report, report_console(), verbose=verbose)
         if save:
             from rich.console import Console
 
             Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+        return
+    from gpudoctor.reports.outputs import render, write_atomic
+
+    text = render(report, out.fmt, fail_on.value, verbose, renderer, scrub=False)  # callers scrubbed it
+    if out.path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(out.path, text)
+    except OSError as exc:
+        if on_save_error is not None:
+            on_save_error()
+        raise fail(f"cannot write {out.path}: {exc.strerror or exc}") from exc
 
 
 def exit_code(report_or_findings, fail_on: FailOn) -> int:
@@ -98,7 +150,7 @@ def exit_code(report_or_findings, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
 
 
-def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailOn,
+def emit(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn,
          input_errors: list[str] | None = None) -> None:
     """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
 
@@ -109,7 +161,7 @@ def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailO
 
     from gpudoctor.reports.terminal import render
 
-    write_report(report, json_out, save, verbose, render)
+    write_report(report, out, save, verbose, render, fail_on)
     for msg in input_errors or []:
         sys.stderr.write(f"gpudoctor: error: {msg}\n")
     conf = report.snapshot.confirmation
@@ -119,12 +171,13 @@ def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailO
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
-def _emit_partial(snap, json_out: bool, save: str | None, verbose: bool) -> None:
-    """Report what an interrupted scan found (saved too with --save) and exit 130."""
+def _emit_partial(snap, out: Out, save: str | None, verbose: bool, fail_on: FailOn = FailOn.never) -> None:
+    """Report what an interrupted scan found (saved too with --save) and exit 130. ``fail_on`` reaches the
+    formats that state it (Prometheus' gpudoctor_healthy, JUnit failures); the exit code stays 130."""
     from gpudoctor.rules import evaluate
 
     try:
-        emit(evaluate(snap), json_out, save, verbose, FailOn.never)
+        emit(evaluate(snap), out, save, verbose, fail_on)
     except typer.Exit:
         pass
     raise typer.Exit(130)
@@ -134,6 +187,8 @@ def _emit_partial(snap, json_out: bool, save: str | None, verbose: bool) -> None
 def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    fmt: Format | None = format_option(),
+    output: str | None = output_option(),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every check and every fact."),
     python: str | None = typer.Option(None, "--python", help="Interpreter (or its virtualenv / conda env folder) "
                                          "whose torch to probe "
@@ -150,6 +205,7 @@ def scan(
                                         "baseline (`gpudoctor baseline save`) instead of the SKU table."),
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
+    out = output_spec(fmt, json_out, output)
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
     from gpudoctor.cli.perf import _load_baseline
@@ -170,7 +226,7 @@ def scan(
 
     opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
     try:
-        if not json_out and sys.stderr.isatty():
+        if out.fmt == "text" and sys.stderr.isatty():
             from rich.console import Console
 
             with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
@@ -180,11 +236,11 @@ def scan(
     except ScanInterrupted as exc:
         # Ctrl-C: children are already killed; keep and show what was found, exit 130.
         sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
-        _emit_partial(exc.snapshot, json_out, save, verbose)
+        _emit_partial(exc.snapshot, out, save, verbose, fail_on)
     interrupt.uninstall()  # the confirmation runner handles Ctrl-C (KeyboardInterrupt) itself
     if interrupt.STOP.is_set():  # Ctrl-C right after the probes: do not start the confirmation runs
         sys.stderr.write("gpudoctor: interrupted; reporting the static checks\n")
-        _emit_partial(snap, json_out, save, verbose)
+        _emit_partial(snap, out, save, verbose, fail_on)
     from gpudoctor.confirm.runner import for_scan
     from gpudoctor.reports.progress import RunProgress
 
@@ -203,8 +259,8 @@ def scan(
         kill_all()
         snap.confirmation = getattr(exc, "facts", snap.confirmation)
         sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
-        _emit_partial(snap, json_out, save, verbose)
-    emit(evaluate(snap), json_out, save, verbose, fail_on)
+        _emit_partial(snap, out, save, verbose, fail_on)
+    emit(evaluate(snap), out, save, verbose, fail_on)
 
 
 class Model(str, enum.Enum):
@@ -294,15 +350,18 @@ def smoke(
                                          "(default: as for the torch probe)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    fmt: Format | None = format_option(),
+    output: str | None = output_option(),
     keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ):
     """DDP BERT smoke step: per-step forward/backward/optimizer times, memory, sync check, scaling efficiency."""
+    out = output_spec(fmt, json_out, output)
     report = _confirm_report(cpu, python, nproc, timeout, keep_logs, tasks=["ddp"],
                              model=model.value if model else None, batch=batch, seq=seq, steps=steps,
                              warmup_steps=warmup, scaling=scaling.value, baseline=not no_baseline)
-    emit(report, json_out, save, verbose, fail_on)
+    emit(report, out, save, verbose, fail_on)
 
 
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -327,11 +386,14 @@ def bench_allreduce(
                                          "whose torch runs the benchmark."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    fmt: Format | None = format_option(),
+    output: str | None = output_option(),
     keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ):
     """All-reduce sweep: algbw/busbw (nccl-tests definitions), correctness, and pinned copy bandwidth per GPU."""
+    out = output_spec(fmt, json_out, output)
     from gpudoctor.confirm.plan import normalize_dtype, parse_size
 
     try:
@@ -346,7 +408,7 @@ def bench_allreduce(
     tasks = ["allreduce"] + ([] if no_copy else ["copy"])
     report = _confirm_report(cpu, python, nproc, timeout, keep_logs, tasks=tasks, sizes=size_list,
                              dtypes=dtype_list, ar_iters=iters, ar_warmup=warmup)
-    emit(report, json_out, save, verbose, fail_on)
+    emit(report, out, save, verbose, fail_on)
 
 
 @app.command()
@@ -356,6 +418,8 @@ def check(
                                       "env dumps, error messages, or a saved gpudoctor JSON report."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    fmt: Format | None = format_option(),
+    output: str | None = output_option(),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ):
@@ -364,6 +428,7 @@ def check(
     A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
     naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
     """
+    out = output_spec(fmt, json_out, output)
     from gpudoctor.facts.offline import SKIPPED, build_snapshot
     from gpudoctor.rules import evaluate
 
@@ -379,7 +444,7 @@ def check(
     if notes:  # each one is in the report (snapshot.inputs, status "skipped"): one line here, not one per file
         sys.stderr.write(f"gpudoctor: skipped {len(notes)} file(s) found in the folder(s) that are not inputs `check` "
                          f"reads (-v or --json lists each with why)\n")
-    emit(evaluate(snap), json_out, save, verbose, fail_on, input_errors=errors)
+    emit(evaluate(snap), out, save, verbose, fail_on, input_errors=errors)
 
 
 @app.command()
@@ -404,6 +469,8 @@ def cluster(
     cpu: bool = typer.Option(False, "--cpu", help="gloo on CPU only: no GPU runs (as on a host without GPUs)."),
     json_out: bool = typer.Option(False, "--json", help="Rank 0 prints the cluster report as JSON on stdout."),
     save: str | None = typer.Option(None, "--save", help="Rank 0 also writes the JSON report to this file."),
+    fmt: Format | None = format_option(),
+    output: str | None = output_option(),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
                                    "that makes rank 0's exit code 1."),
@@ -434,6 +501,7 @@ def cluster(
     torchrun --nnodes N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST:PORT -m gpudoctor cluster\n
     srun --nodes N --ntasks-per-node 1 python -m gpudoctor cluster
     """
+    out = output_spec(fmt, json_out, output)
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:
@@ -481,7 +549,7 @@ def cluster(
     code = exit_code(findings, fail_on)
     from gpudoctor.reports.cluster_terminal import render_cluster
 
-    write_report(report, json_out, save, verbose, render_cluster,
+    write_report(report, out, save, verbose, render_cluster, fail_on,
                  on_save_error=lambda: share_exit_code(store, launch, EXIT_USAGE, report.summary.nodes_reported, 0))
     sys.stdout.flush()
     alive = sum(len(n.ranks) for n in report.nodes if n.status == "reported")

@@ -347,10 +347,9 @@ def render_junit(results: list[Result]) -> str:
 
 
 def _gh_escape(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if prop:
-        s = s.replace(":", "%3A").replace(",", "%2C")
-    return s
+    from gpudoctor.reports.github import escape_data, escape_property  # one definition of the runner's escaping
+
+    return escape_property(s) if prop else escape_data(s)
 
 
 def render_github(results: list[Result]) -> str:

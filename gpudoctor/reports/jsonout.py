@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 from gpudoctor.facts.findings import Report
 
@@ -22,19 +20,9 @@ def report_schema() -> dict:
 
 def save(report: Report, path: str) -> None:
     """Write the report atomically (temp file + rename). Raises OSError on an unwritable path."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".gpudoctor-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(to_json(report))
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from gpudoctor.reports.outputs import write_atomic
+
+    write_atomic(path, to_json(report) + "\n")
 
 
 def dumps_schema() -> str:
