@@ -139,10 +139,15 @@ def scan(
     confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
                                           help="Hard limit in seconds for the confirmation runs (each transport "
                                                "re-run after a failure gets at most 45 s more)."),
+    script: list[str] = typer.Option([], "--script", help="Also lint this training script (or folder): adds a "
+                                     "'Training script' area (rules LNT, `gpudoctor lint`). Repeatable."),
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
+    for s in script:
+        if not os.path.exists(s):
+            raise fail(f"--script {s}: no such file or directory")
     from gpudoctor.probes import interrupt
     from gpudoctor.probes.torch_start import resolve_interpreter
     from gpudoctor.probes.torch_start import start as start_torch_probe
@@ -190,7 +195,12 @@ def scan(
         kill_all()
         sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
         _emit_partial(snap, json_out, save, verbose)
-    emit(evaluate(snap), json_out, save, verbose, fail_on)
+    report = evaluate(snap)
+    if script:
+        from gpudoctor.lint.hostreport import add_script_area
+
+        add_script_area(report, script)
+    emit(report, json_out, save, verbose, fail_on)
 
 
 class Model(str, enum.Enum):
@@ -465,9 +475,10 @@ def explain(rule_id: str = typer.Argument(..., help="A rule id, e.g. GPU002.")):
     from gpudoctor.rules import REGISTRY
 
     spec = REGISTRY.get(rule_id.upper())
-    if spec is None:
+    lint_text = None if spec is not None else lint_cmd.explain_text(rule_id)  # LNT rules: gpudoctor/lint
+    if spec is None and lint_text is None:
         raise fail(f"unknown rule {rule_id!r}; `gpudoctor rules` lists them")
-    text = rule_markdown(spec)
+    text = lint_text or rule_markdown(spec)
     if sys.stdout.isatty():  # a person reading: rendered; piped or redirected: the Markdown itself
         from rich.console import Console
         from rich.markdown import Markdown
@@ -484,6 +495,7 @@ def list_rules():
 
     for spec in REGISTRY.values():
         sys.stdout.write(f"{spec.id:8} {spec.severity:8} {spec.area:20} {spec.title}\n")
+    sys.stdout.writelines(lint_cmd.rule_lines())
 
 
 class CheckFormat(str, enum.Enum):
@@ -638,3 +650,6 @@ def main() -> None:
         if os.environ.get("GPUDOCTOR_DEBUG"):
             raise
         sys.exit(EXIT_INTERNAL)
+
+
+from gpudoctor.cli import lint_cmd  # noqa: E402  (registers `gpudoctor lint`; gpudoctor/lint/)
