@@ -109,7 +109,8 @@ class FileContext:
         for kw in call.keywords:
             if kw.arg == name:
                 return kw.value
-        if pos is not None and pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
+        if pos is not None and pos < len(call.args) and not any(isinstance(a, ast.Starred)
+                                                                 for a in call.args[:pos + 1]):
             return call.args[pos]
         return None
 
@@ -153,6 +154,39 @@ class FileContext:
         if not sites or depth == 0:
             return True
         return all(self.rank_guarded(c, depth - 1) for c in sites)
+
+    def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
+        """``a`` and ``b`` are in different branches of one ``if``/``try`` (never both run in one pass)."""
+        anc_b = set(self.ancestors(b))
+        for node in self.ancestors(a):
+            if node in anc_b and isinstance(node, ast.If | ast.Try | ast.IfExp):
+                branches = ([node.body, node.orelse] if not isinstance(node, ast.IfExp)
+                            else [[node.body], [node.orelse]])
+                where = [next((i for i, br in enumerate(branches) if any(s is x or s in anc for s in br)), None)
+                         for x, anc in ((a, set(self.ancestors(a))), (b, anc_b))]
+                if None not in where and where[0] != where[1]:
+                    return True
+        return False
+
+    def in_version_branch(self, node: ast.AST) -> bool:
+        """``node`` is under an ``if`` whose test names a version (``is_torch_version(...)``,
+        ``torch.__version__``) or in an ``except`` handler: compatibility code kept on purpose."""
+        for a in self.ancestors(node):
+            if isinstance(a, ast.ExceptHandler):
+                return True  # the fallback of a try (e.g. `except AttributeError:` on an old torch)
+            if isinstance(a, ast.If):
+                for n in ast.walk(a.test):
+                    ident = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+                    if "version" in ident.lower():
+                        return True
+        return False
+
+    @property
+    def framework_managed(self) -> bool:
+        """The file hands devices and processes to a framework (DeepSpeed, Accelerate, HF Trainer, Lightning)."""
+        roots = {v.split(".")[0] for v in self.imports.values()}
+        return bool(roots & {"deepspeed", "accelerate", "lightning", "pytorch_lightning"}) or any(
+            v in ("transformers.Trainer", "transformers.TrainingArguments") for v in self.imports.values())
 
     def assigned_from(self, name: str, *qualnames: str) -> list[ast.Call]:
         """Calls to ``qualnames`` whose result is assigned to the plain name or attribute ``name``

@@ -62,6 +62,8 @@ def deprecated_amp(ctx: FileContext) -> Iterator[Hit]:
     """A call of ``torch.cuda.amp.autocast``, ``GradScaler``, ``custom_fwd`` or ``custom_bwd`` (any import
     spelling); the first two are fixable when spelled as an attribute of the torch module."""
     for call, q in ctx.calls:
+        if ctx.in_version_branch(call):
+            continue  # the old spelling kept on purpose for old PyTorch versions
         if q in (AUTOCAST_OLD, SCALER_OLD):
             new = 'torch.autocast("cuda", ...)' if q == AUTOCAST_OLD else 'torch.amp.GradScaler("cuda", ...)'
             yield call, f"{q} is deprecated; use {new}", _fix(ctx, call, q)
@@ -122,6 +124,10 @@ def clip_scaled(ctx: FileContext) -> Iterator[Hit]:
                 continue
             unscales = [n for n in ast.walk(scope) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                         and n.func.attr == "unscale_" and target_name(n.func.value) == scaler]
+            bws = [n for n in ast.walk(scope) if isinstance(n, ast.Call) and getattr(n, "lineno", 0) == line
+                   and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"]
+            if bws and ctx.exclusive(bws[0], clip):
+                continue  # e.g. `if use_amp: scaler.scale(loss).backward() ... else: loss.backward(); clip(...)`
             if not any(line <= u.lineno <= clip.lineno for u in unscales):
                 yield clip, f"clipping the scaled gradients: call {scaler}.unscale_(optimizer) before clipping", []
                 break

@@ -63,7 +63,7 @@ def no_set_device(ctx: FileContext) -> Iterator[Hit]:
     """``init_process_group`` with the NCCL backend (or none named) in a file that never pins a GPU: no
     ``set_device``, no ``device_id(s)=``, no device built from a rank."""
     calls = list(ctx.calls_to("torch.distributed.init_process_group"))
-    if not calls or _sets_device(ctx):
+    if not calls or ctx.framework_managed or _sets_device(ctx):
         return
     call = calls[0]
     backend = const_str(FileContext.arg(call, "backend", 0))
@@ -94,6 +94,27 @@ def sampler_and_shuffle(ctx: FileContext) -> Iterator[Hit]:
             yield call, "DataLoader gets a DistributedSampler and shuffle=True (ValueError); drop shuffle=True", []
 
 
+def _iterated_here(ctx: FileContext, sampler: ast.Call) -> bool:
+    """The DataLoader built on ``sampler`` (inline, or through the name it is assigned to) is assigned to a
+    name that a ``for`` loop of this file iterates; otherwise the epoch loop (and its set_epoch) may live in
+    another module (e.g. a ``train(..., sampler=...)`` helper)."""
+    parent = ctx.parents.get(sampler)
+    names = {target_name(t) for t in parent.targets} if isinstance(parent, ast.Assign) else set()
+    loaders: set[str | None] = set()
+    for call in ctx.calls_to(LOADER):
+        s = FileContext.arg(call, "sampler", 3)
+        if s is sampler or (s is not None and target_name(s) in names):
+            up = ctx.parents.get(call)
+            if isinstance(up, ast.Assign):
+                loaders |= {target_name(t) for t in up.targets}
+    loaders.discard(None)
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            if any(target_name(n) in loaders for n in ast.walk(node.iter) if isinstance(n, ast.Name | ast.Attribute)):
+                return True
+    return False
+
+
 @lint_rule("LNT004", "warning", "DistributedSampler without set_epoch", "L3",
            why="DistributedSampler seeds its shuffle with seed + epoch; without sampler.set_epoch(epoch) at the "
                "start of each epoch every epoch sees the same order.",
@@ -108,7 +129,7 @@ def no_set_epoch(ctx: FileContext) -> Iterator[Hit]:
         return
     for call in ctx.calls_to(SAMPLER):
         shuffle = FileContext.arg(call, "shuffle", 3)
-        if isinstance(shuffle, ast.Constant) and shuffle.value is False:
+        if (isinstance(shuffle, ast.Constant) and shuffle.value is False) or not _iterated_here(ctx, call):
             continue
         yield call, "DistributedSampler without sampler.set_epoch(epoch): every epoch has the same order", []
         return
@@ -126,8 +147,10 @@ def load_without_map_location(ctx: FileContext) -> Iterator[Hit]:
     torch.distributed itself (process group, DDP or DistributedSampler)."""
     if not ctx.is_distributed:
         return
+    mapped = [c for c in ctx.calls_to("torch.load") if FileContext.arg(c, "map_location", 1) is not None]
     for call in ctx.calls_to("torch.load"):
-        if FileContext.arg(call, "map_location", 1) is None and not FileContext.opaque(call):
+        if FileContext.arg(call, "map_location", 1) is None and not FileContext.opaque(call) \
+                and not any(ctx.exclusive(call, m) for m in mapped):  # the other branch maps: handled
             yield call, "torch.load without map_location: every rank restores the tensors on the saving GPU", []
 
 
@@ -206,9 +229,10 @@ def autowrap_on_device_count(ctx: FileContext) -> Iterator[Hit]:
         return
     for call in ctx.calls_to(DP, DDP):
         for a in ctx.ancestors(call):
-            if isinstance(a, ast.If) and any(isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.cuda.device_count"
+            if isinstance(a, ast.If) and any(isinstance(n, ast.Call)
+                                             and ctx.qualname(n.func) == "torch.cuda.device_count"
                                              for n in ast.walk(a.test)):
-                yield call, "model wrapped because device_count() > 1 in a torchrun script: every rank wraps all GPUs", []
+                yield call, "model wrapped because device_count() > 1 in a torchrun script: all ranks wrap all GPUs", []
                 break
 
 

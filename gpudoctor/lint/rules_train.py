@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from gpudoctor.lint.context import FileContext, mentions_rank, target_name
+from gpudoctor.lint.context import FileContext, is_true, mentions_rank, target_name
 from gpudoctor.lint.registry import Hit, lint_rule
 from gpudoctor.lint.rules_dist import DDP, LOADER, PT
 
@@ -73,7 +73,8 @@ def _divided(ctx: FileContext, bw: ast.Call) -> bool:
     if name is None:
         return True  # cannot tell what the loss is: stay quiet
     for node in ast.walk(_scope(ctx, bw)):
-        if isinstance(node, ast.AugAssign) and target_name(node.target) == name and isinstance(node.op, ast.Div | ast.Mult):
+        if (isinstance(node, ast.AugAssign) and target_name(node.target) == name
+                and isinstance(node.op, ast.Div | ast.Mult)):
             return True
         if isinstance(node, ast.Assign) and any(target_name(t) == name for t in node.targets):
             if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div | ast.Mult) for n in ast.walk(node.value)):
@@ -119,18 +120,38 @@ def accumulation_without_no_sync(ctx: FileContext) -> Iterator[Hit]:
 
 
 def _uses_cuda(ctx: FileContext) -> bool:
-    return ctx.is_distributed or any((q or "").startswith("torch.cuda") for _, q in ctx.calls) or "cuda" in ctx.attr_calls
+    return (ctx.is_distributed or any((q or "").startswith("torch.cuda") for _, q in ctx.calls)
+            or "cuda" in ctx.attr_calls)
+
+
+#: dataset names that say the data is synthetic or already in memory (no decoding for workers to hide)
+IN_MEMORY_WORDS = ("dummy", "fake", "random", "synthetic", "regression", "toy", "tokenized")
+
+
+def _in_memory(ctx: FileContext, ds: ast.expr | None) -> bool:
+    """The dataset is a literal, ``range(...)``, a ``TensorDataset``, or named as synthetic / pre-tokenized."""
+    if isinstance(ds, ast.List | ast.Tuple | ast.ListComp):
+        return True
+    if isinstance(ds, ast.Call):
+        if ctx.qualname(ds.func) == "torch.utils.data.TensorDataset" or (
+                isinstance(ds.func, ast.Name) and ds.func.id in ("range", "list")):
+            return True
+        ds = ds.func
+    node = ds.value if isinstance(ds, ast.Subscript) else ds
+    name = (target_name(node) or "").lower() if node is not None else ""
+    return any(w in name for w in IN_MEMORY_WORDS)
 
 
 def _loader_calls(ctx: FileContext) -> Iterator[ast.Call]:
-    """DataLoader calls whose arguments can be read (no ``*args``/``**kwargs``), in a file using CUDA, whose
-    dataset is not an in-memory ``TensorDataset``."""
-    if not _uses_cuda(ctx):
+    """Training DataLoader calls (``shuffle=True`` or a ``sampler``) whose arguments can be read (no
+    ``*args``/``**kwargs``), in a file using CUDA with a ``backward()``, whose dataset is not an in-memory
+    ``TensorDataset`` (evaluation loaders and test fixtures are left alone)."""
+    if not _uses_cuda(ctx) or "backward" not in ctx.attr_calls:
         return
     for call in ctx.calls_to(LOADER):
         ds = FileContext.arg(call, "dataset", 0)
-        if FileContext.opaque(call) or (isinstance(ds, ast.Call)
-                                        and ctx.qualname(ds.func) == "torch.utils.data.TensorDataset"):
+        training = is_true(FileContext.arg(call, "shuffle", 2)) or FileContext.arg(call, "sampler", 3) is not None
+        if not training or FileContext.opaque(call) or _in_memory(ctx, ds):
             continue
         yield call
 
@@ -171,20 +192,35 @@ SEEDS = ("torch.manual_seed", "random.seed", "numpy.random.seed", "torch.cuda.ma
          "pytorch_lightning.seed_everything")
 
 
+def _from_rank(ctx: FileContext, arg: ast.expr) -> bool:
+    """``arg`` is a name assigned (anywhere in the file) from an expression naming the rank
+    (``seed = args.seed + utils.get_rank()``)."""
+    name = target_name(arg)
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if name is not None and any(target_name(t) == name for t in targets) and mentions_rank(node.value):
+                return True
+    return False
+
+
 @lint_rule("LNT015", "info", "the same random seed on every rank", "L10",
            why="Seeded with one constant, every rank draws the same random numbers: the same augmentation "
                "sequence, the same dropout masks, and DataLoader workers seeded alike on every rank.",
-           fix="Seed with seed + rank (the model's initial weights are broadcast by DDP anyway).",
+           fix="Seed the data randomness with seed + rank (DDP broadcasts rank 0's initial weights, so the model "
+               "stays identical; with FSDP or without DDP, seed the model init with the common seed first).",
            bad="torch.manual_seed(42)",
            good="torch.manual_seed(42 + dist.get_rank())",
            doc_url=PT + "notes/randomness.html")
 def same_seed(ctx: FileContext) -> Iterator[Hit]:
-    """In a file that starts a process group: seed calls whose argument is a literal or a plain name (not an
-    expression such as ``seed + rank``), when no seed call in the file involves the rank."""
-    if not ctx.has_call("torch.distributed.init_process_group"):
-        return
+    """In a file that wraps a model in DDP (which broadcasts the initial weights) and builds a DataLoader, but
+    uses no FSDP: seed calls whose argument is a literal or a plain name (not an expression such as
+    ``seed + rank``), when no seed call in the file involves the rank."""
+    if not (ctx.has_call(DDP) and ctx.has_call(LOADER)) or any(
+            "fully_shard" in (q or "") or "FullyShardedDataParallel" in (q or "") for _, q in ctx.calls):
+        return  # FSDP (no broadcast) needs one seed for identical initial weights; no loader: no data randomness
     seeds = list(ctx.calls_to(*SEEDS))
-    if any(c.args and mentions_rank(c.args[0]) for c in seeds):
+    if any(c.args and (mentions_rank(c.args[0]) or _from_rank(ctx, c.args[0])) for c in seeds):
         return
     for call in seeds:
         if call.args and isinstance(call.args[0], ast.Constant | ast.Name | ast.Attribute):
