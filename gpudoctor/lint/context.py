@@ -156,14 +156,14 @@ class FileContext:
         return all(self.rank_guarded(c, depth - 1) for c in sites)
 
     def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
-        """``a`` and ``b`` are in different branches of one ``if``/``try`` (never both run in one pass)."""
-        anc_b = set(self.ancestors(b))
+        """``a`` and ``b`` are in different branches of one ``if`` (never both run in one pass)."""
+        anc_a, anc_b = set(self.ancestors(a)), set(self.ancestors(b))
         for node in self.ancestors(a):
-            if node in anc_b and isinstance(node, ast.If | ast.Try | ast.IfExp):
-                branches = ([node.body, node.orelse] if not isinstance(node, ast.IfExp)
-                            else [[node.body], [node.orelse]])
+            if node in anc_b and isinstance(node, ast.If | ast.IfExp):
+                branches: list[list[ast.AST]] = ([list(node.body), list(node.orelse)] if isinstance(node, ast.If)
+                                                 else [[node.body], [node.orelse]])
                 where = [next((i for i, br in enumerate(branches) if any(s is x or s in anc for s in br)), None)
-                         for x, anc in ((a, set(self.ancestors(a))), (b, anc_b))]
+                         for x, anc in ((a, anc_a), (b, anc_b))]
                 if None not in where and where[0] != where[1]:
                     return True
         return False

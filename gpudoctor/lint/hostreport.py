@@ -3,6 +3,8 @@ report findings and one outcome per lint rule, so one report answers "is this ho
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from gpudoctor.facts.findings import Finding, Report, RuleOutcome
 from gpudoctor.lint.engine import lint_paths
 from gpudoctor.lint.registry import AREA, load
@@ -22,7 +24,8 @@ def add_script_area(report: Report, scripts: list[str]) -> list[str]:
                                        data={"path": f.path, "line": f.line, "col": f.col + 1}))
     fired = {f.rule_id for f in res.findings}
     for spec in load().values():
-        status = "fail" if spec.id in fired else "not_assessed" if res.errors else "pass"
+        status: Literal["fail", "not_assessed", "pass"] = (
+            "fail" if spec.id in fired else "not_assessed" if res.errors else "pass")
         report.outcomes.append(RuleOutcome(rule_id=spec.id, area=AREA, title=spec.title, check=f"no {spec.title}",
                                            status=status, reason="; ".join(res.errors) or None))
     report.summary = summarize(report.snapshot, report.findings, report.outcomes)

@@ -92,6 +92,8 @@ def family_page() -> str:
 if __name__ == "__main__":
     import pathlib
 
+    from gpudoctor.lint import registry  # the module the rules register in (this one runs as __main__)
+
     out = pathlib.Path(__file__).resolve().parents[2] / "docs" / "rules" / "lnt.md"
-    out.write_text(family_page())
+    out.write_text(registry.family_page())
     print(f"wrote {out}")
