@@ -53,10 +53,22 @@ class FileContext:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
         self.imports: dict[str, str] = {}  # local name -> dotted name it is bound to
-        self.calls: list[tuple[ast.Call, str | None]] = []  # every call, with its qualified name (or None)
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
+        self.nodes: list[ast.AST] = []  # every node, walked once (the rules filter this list, never re-walk)
+        stack: list[ast.AST] = [tree]
+        parents, nodes, AST = self.parents, self.nodes, ast.AST
+        while stack:  # ast.walk + iter_child_nodes, inlined: this loop is most of lint's time after parsing
+            node = stack.pop()
+            nodes.append(node)
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, AST):
+                    parents[value] = node
+                    stack.append(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, AST):
+                            parents[item] = node
+                            stack.append(item)
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -68,10 +80,10 @@ class FileContext:
                 for a in node.names:
                     if a.name != "*":
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                self.calls.append((node, self.qualname(node.func)))
-        self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
+        #: every call, with its qualified name (or None), in source order
+        self.calls: list[tuple[ast.Call, str | None]] = sorted(
+            ((n, self.qualname(n.func)) for n in self.nodes if isinstance(n, ast.Call)),
+            key=lambda c: (c[0].lineno, c[0].col_offset))
         self.attr_calls = {c.func.attr for c, _ in self.calls if isinstance(c.func, ast.Attribute)}
 
     # --- names ---------------------------------------------------------------------------------------------
@@ -192,7 +204,7 @@ class FileContext:
         """Calls to ``qualnames`` whose result is assigned to the plain name or attribute ``name``
         (``model = DDP(...)``, ``self.model = DDP(...)``)."""
         out = []
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(target_name(t) == name for t in targets) and self.qualname(node.value.func) in qualnames:

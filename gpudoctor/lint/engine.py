@@ -57,7 +57,13 @@ def inline_ignores(source: str) -> dict[int, set[str] | None]:
 
 
 def lint_source(source: str, path: str, rules: Iterable[LintSpec] | None = None) -> list[LintFinding]:
-    """Findings for one file's text (SyntaxError propagates). Nothing is imported or run."""
+    """Findings for one file's text (SyntaxError propagates). Nothing is imported or run.
+
+    Fast path: every rule needs a name imported from ``torch`` (so the word "torch" in the text), except
+    LNT010, which needs an ``"NCCL_..."`` string, and LNT011, which needs a ``.backward()`` call; a file with
+    none of the three words cannot give a finding and is not parsed."""
+    if "torch" not in source and "NCCL_" not in source and "backward" not in source:
+        return []
     tree = ast.parse(source, filename=path)
     ctx = FileContext(path, source, tree)
     ignores = inline_ignores(source) if MARK in source else {}

@@ -62,8 +62,8 @@ def deprecated_amp(ctx: FileContext) -> Iterator[Hit]:
     """A call of ``torch.cuda.amp.autocast``, ``GradScaler``, ``custom_fwd`` or ``custom_bwd`` (any import
     spelling); the first two are fixable when spelled as an attribute of the torch module."""
     for call, q in ctx.calls:
-        if ctx.in_version_branch(call):
-            continue  # the old spelling kept on purpose for old PyTorch versions
+        if not (q or "").startswith("torch.cuda.amp.") or ctx.in_version_branch(call):
+            continue  # in_version_branch: the old spelling kept on purpose for old PyTorch versions
         if q in (AUTOCAST_OLD, SCALER_OLD):
             new = 'torch.autocast("cuda", ...)' if q == AUTOCAST_OLD else 'torch.amp.GradScaler("cuda", ...)'
             yield call, f"{q} is deprecated; use {new}", _fix(ctx, call, q)

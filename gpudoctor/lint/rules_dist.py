@@ -46,7 +46,7 @@ def _sets_device(ctx: FileContext) -> bool:
                 and isinstance(call.args[0], ast.Name | ast.Attribute | ast.Subscript) and mentions_rank(call.args[0])):
             return True
     return any(isinstance(n, ast.JoinedStr) and n.values and (const_str(n.values[0]) or "").startswith("cuda:")
-               for n in ast.walk(ctx.tree))
+               for n in ctx.nodes)
 
 
 @lint_rule("LNT002", "warning", "process group started without pinning the process to its GPU", "L2",
@@ -108,7 +108,7 @@ def _iterated_here(ctx: FileContext, sampler: ast.Call) -> bool:
             if isinstance(up, ast.Assign):
                 loaders |= {target_name(t) for t in up.targets}
     loaders.discard(None)
-    for node in ast.walk(ctx.tree):
+    for node in ctx.nodes:
         if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
             if any(target_name(n) in loaders for n in ast.walk(node.iter) if isinstance(n, ast.Name | ast.Attribute)):
                 return True
@@ -199,7 +199,7 @@ def wrapper_state_dict(ctx: FileContext) -> Iterator[Hit]:
 
 def _reassigned(ctx: FileContext, name: str) -> bool:
     """``name`` is assigned from something other than a DDP call after the wrap (e.g. unwrapped again)."""
-    for node in ast.walk(ctx.tree):
+    for node in ctx.nodes:
         if isinstance(node, ast.Assign) and any(target_name(t) == name for t in node.targets):
             if not (isinstance(node.value, ast.Call) and ctx.qualname(node.value.func) == DDP):
                 if any(node.lineno > w.lineno for w in ctx.assigned_from(name, DDP)):
@@ -211,7 +211,7 @@ def _launched_by_torchrun(ctx: FileContext) -> bool:
     """The file starts a process group or reads LOCAL_RANK / RANK / WORLD_SIZE (a torchrun-launched script)."""
     if ctx.has_call("torch.distributed.init_process_group"):
         return True
-    return any(const_str(n) in ("LOCAL_RANK", "RANK", "WORLD_SIZE") for n in ast.walk(ctx.tree))
+    return any(const_str(n) in ("LOCAL_RANK", "RANK", "WORLD_SIZE") for n in ctx.nodes)
 
 
 @lint_rule("LNT008", "error", "model auto-wrapped when device_count() > 1 in a torchrun script", "L7",
@@ -225,9 +225,10 @@ def _launched_by_torchrun(ctx: FileContext) -> bool:
 def autowrap_on_device_count(ctx: FileContext) -> Iterator[Hit]:
     """A DataParallel/DDP call inside an ``if`` whose test calls ``torch.cuda.device_count()``, in a file that
     starts a process group or reads LOCAL_RANK/RANK/WORLD_SIZE."""
-    if not _launched_by_torchrun(ctx):
+    wraps = list(ctx.calls_to(DP, DDP))
+    if not wraps or not _launched_by_torchrun(ctx):
         return
-    for call in ctx.calls_to(DP, DDP):
+    for call in wraps:
         for a in ctx.ancestors(call):
             if isinstance(a, ast.If) and any(isinstance(n, ast.Call)
                                              and ctx.qualname(n.func) == "torch.cuda.device_count"
@@ -253,7 +254,7 @@ def find_unused(ctx: FileContext) -> Iterator[Hit]:
 
 def _env_writes(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
     """(node, variable) for ``os.environ[K] = v``, ``os.environ.setdefault/update(K=...)``, ``os.putenv(K, v)``."""
-    for node in ast.walk(ctx.tree):
+    for node in ctx.nodes:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Subscript) and ctx.qualname(t.value) == "os.environ":

@@ -111,7 +111,7 @@ def accumulation_without_no_sync(ctx: FileContext) -> Iterator[Hit]:
     nor ``require_backward_grad_sync`` (in any form: direct, conditional, ExitStack)."""
     if not ctx.has_call(DDP):
         return
-    for node in ast.walk(ctx.tree):
+    for node in ctx.nodes:
         if isinstance(node, ast.Attribute) and node.attr in ("no_sync", "require_backward_grad_sync"):
             return
     for bw in _accumulation(ctx):
@@ -196,7 +196,7 @@ def _from_rank(ctx: FileContext, arg: ast.expr) -> bool:
     """``arg`` is a name assigned (anywhere in the file) from an expression naming the rank
     (``seed = args.seed + utils.get_rank()``)."""
     name = target_name(arg)
-    for node in ast.walk(ctx.tree):
+    for node in ctx.nodes:
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if name is not None and any(target_name(t) == name for t in targets) and mentions_rank(node.value):
@@ -241,7 +241,7 @@ def batchnorm_without_sync(ctx: FileContext) -> Iterator[Hit]:
     SyncBatchNorm."""
     if not ctx.has_call(DDP):
         return
-    for node in ast.walk(ctx.tree):
+    for node in ctx.nodes:
         if isinstance(node, ast.Attribute | ast.Name) and "SyncBatchNorm" in (ctx.qualname(node) or ""):
             return
         if isinstance(node, ast.Attribute) and node.attr == "convert_sync_batchnorm":
