@@ -50,8 +50,10 @@ def test_text_output_and_exit_codes(proj: Path) -> None:
     assert gd("lint", "train.py", "--fail-on", "never", cwd=proj).returncode == 0
     missing = gd("lint", "train.py", "nope.py", cwd=proj)
     assert missing.returncode == 2 and "nope.py: no such file" in missing.stdout + missing.stderr
-    (proj / "broken.py").write_text("def f(:\n")
+    (proj / "broken.py").write_text("import torch\ndef f(:\n")
     assert gd("lint", "broken.py", cwd=proj).returncode == 2
+    (proj / "other.py").write_text("def f(:\n")  # never names torch: skipped unparsed (the fast path)
+    assert gd("lint", "other.py", cwd=proj).returncode == 0
     assert gd("lint", "train.py", "--select", "LNT999", cwd=proj).returncode == 2
 
 

@@ -113,8 +113,12 @@ CASES = [
     ("LNT012", "for i, b in enumerate(loader):\n    (model(b) / accum).backward()\n"
                "    if (i + 1) % accum == 0:\n        optimizer.step()", False),  # no DDP
     # L9 workers / pinning
-    ("LNT013", "s = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=s)\nloss.backward()", True),
-    ("LNT013", "s = DistributedSampler(ds)\nloader = DataLoader(ds, 8, False, s, None, 0)\nloss.backward()", True),
+    ("LNT013", "ds = datasets.ImageFolder(d, transform=t)\ns = DistributedSampler(ds)\n"
+               "loader = DataLoader(ds, batch_size=8, sampler=s)\nloss.backward()", True),
+    ("LNT013", "from torchvision import datasets\nds = datasets.CIFAR10(d)\ns = DistributedSampler(ds)\n"
+               "loader = DataLoader(ds, 8, False, s, None, 0)\nloss.backward()", True),
+    ("LNT013", "s = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=s)\nloss.backward()",
+     False),  # a dataset the file does not show: left alone
     ("LNT013", "s = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=s, num_workers=4)\nloss.backward()", False),
     ("LNT013", "s = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=s, **kw)\nloss.backward()", False),
     ("LNT013", "s = DistributedSampler(ds)\nloader = DataLoader(torch.utils.data.TensorDataset(x), sampler=s)\n"
@@ -138,8 +142,8 @@ CASES = [
     ("LNT017", "with torch.cuda.amp.autocast():\n    y = net(x)", True),
     ("LNT017", "from torch.cuda.amp import GradScaler\nscaler = GradScaler()", True),
     ("LNT017", 'with torch.autocast("cuda", dtype=torch.float16):\n    y = net(x)', False),
-    ("LNT017", "try:\n    s = torch.amp.GradScaler('cuda')\nexcept AttributeError:\n    s = torch.cuda.amp.GradScaler()",
-     False),
+    ("LNT017", "try:\n    s = torch.amp.GradScaler('cuda')\nexcept AttributeError:\n"
+               "    s = torch.cuda.amp.GradScaler()", False),
     # L11 GradScaler + bf16
     ("LNT018", 'scaler = torch.amp.GradScaler("cuda")\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n'
                '    y = net(x)', True),
@@ -194,3 +198,19 @@ def test_inline_ignore() -> None:
 def test_position_is_the_call() -> None:
     (f,) = lint_source(HEAD + "x = 1\nmodel = nn.DataParallel(net)\n", "t.py")
     assert (f.line, f.col) == (HEAD.count("\n") + 2, 8)
+
+
+def test_lint_package_imports_no_cli_probes_or_confirm() -> None:
+    """The layering contract: gpudoctor/lint reads source text only; it never imports the CLI, the probes or the
+    confirmation runs."""
+    import ast as _ast
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1] / "gpudoctor" / "lint"
+    for f in pkg.glob("*.py"):
+        for node in _ast.walk(_ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, _ast.Import)
+                     else [node.module or ""] if isinstance(node, _ast.ImportFrom) else [])
+            for n in names:
+                assert not n.startswith(("gpudoctor.cli", "gpudoctor.probes", "gpudoctor.confirm")), (f.name, n)
+                assert n.split(".")[0] != "torch", (f.name, n)

@@ -130,6 +130,12 @@ IN_MEMORY_WORDS = ("dummy", "fake", "random", "synthetic", "regression", "toy", 
 
 def _in_memory(ctx: FileContext, ds: ast.expr | None) -> bool:
     """The dataset is a literal, ``range(...)``, a ``TensorDataset``, or named as synthetic / pre-tokenized."""
+    if isinstance(ds, ast.Name):  # `train_set = RegressionDataset(...)` in the same function: judge the call
+        scope = ctx.function_of(ds) or ctx.tree
+        for node in ast.walk(scope):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and any(target_name(t) == ds.id for t in node.targets) and _in_memory(ctx, node.value)):
+                return True
     if isinstance(ds, ast.List | ast.Tuple | ast.ListComp):
         return True
     if isinstance(ds, ast.Call):
@@ -156,6 +162,20 @@ def _loader_calls(ctx: FileContext) -> Iterator[ast.Call]:
         yield call
 
 
+def _decodes(ctx: FileContext, ds: ast.AST | None) -> bool:
+    """The dataset call (or the call assigned to the dataset's name in the same function) is a torchvision
+    dataset or takes a transform."""
+    if isinstance(ds, ast.Name):
+        scope = ctx.function_of(ds) or ctx.tree
+        calls = [n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                 and any(target_name(t) == ds.id for t in n.targets)]
+        return any(_decodes(ctx, c) for c in calls)
+    if not isinstance(ds, ast.Call):
+        return False
+    return ((ctx.qualname(ds.func) or "").startswith("torchvision.datasets.")
+            or any(kw.arg in ("transform", "transforms", "image_transform") for kw in ds.keywords))
+
+
 @lint_rule("LNT013", "info", "DataLoader loads in the training process (num_workers=0)", "L9",
            why="With num_workers=0 decoding and augmentation run in the training loop, between GPU steps: the "
                "GPU waits for data.",
@@ -164,10 +184,14 @@ def _loader_calls(ctx: FileContext) -> Iterator[ast.Call]:
            good="DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)",
            doc_url=PT + "data.html#single-and-multi-process-data-loading")
 def no_workers(ctx: FileContext) -> Iterator[Hit]:
-    """A DataLoader (in a CUDA/distributed file) without ``num_workers`` or with a literal 0."""
+    """A training DataLoader (in a CUDA file with a backward) without ``num_workers`` or with a literal 0,
+    whose dataset shows per-sample work: a ``torchvision.datasets`` class or a dataset built with a
+    ``transform=``/``transforms=`` argument (directly or through the name it is assigned to). Datasets the file
+    does not show are left alone: synthetic or pre-tokenised data loads fine in the main process."""
     for call in _loader_calls(ctx):
         nw = FileContext.arg(call, "num_workers", 5)
-        if nw is None or (isinstance(nw, ast.Constant) and nw.value == 0):
+        zero = nw is None or (isinstance(nw, ast.Constant) and nw.value == 0)
+        if zero and _decodes(ctx, FileContext.arg(call, "dataset", 0)):
             yield call, "DataLoader without worker processes (num_workers=0): the GPU waits for data", []
 
 
