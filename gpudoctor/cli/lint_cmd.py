@@ -57,7 +57,8 @@ def lint(
     ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids (adds to pyproject's list)."),
     fix: bool = typer.Option(False, "--fix", help="Apply the mechanical fixes in place (LNT017), then report."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff; change nothing."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=64, help="Worker processes (large trees only)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, max=64, help="Worker processes for trees of over 200 "
+                                                                      "files (0: one per CPU core)."),
 ):
     """Check training scripts for the distributed-training pitfalls (L1-L12): static, nothing is imported or run."""
     from gpudoctor.lint import engine, output
@@ -65,7 +66,9 @@ def lint(
 
     sel, ign = _ids(select) or None, _ids(ignore)
     stdin = [p for p in paths if p == "-"]
-    res = engine.lint_paths([p for p in paths if p != "-"], select=sel, ignore=ign, jobs=jobs)
+    import os
+
+    res = engine.lint_paths([p for p in paths if p != "-"], select=sel, ignore=ign, jobs=jobs or os.cpu_count() or 1)
     stdin_src = None
     if stdin:
         stdin_src = sys.stdin.read()

@@ -142,9 +142,9 @@ def _in_memory(ctx: FileContext, ds: ast.expr | None) -> bool:
         if ctx.qualname(ds.func) == "torch.utils.data.TensorDataset" or (
                 isinstance(ds.func, ast.Name) and ds.func.id in ("range", "list")):
             return True
-        ds = ds.func
-    node = ds.value if isinstance(ds, ast.Subscript) else ds
-    name = (target_name(node) or "").lower() if node is not None else ""
+    named: ast.AST | None = ds.func if isinstance(ds, ast.Call) else ds
+    base = named.value if isinstance(named, ast.Subscript) else named
+    name = (target_name(base) or "").lower() if base is not None else ""
     return any(w in name for w in IN_MEMORY_WORDS)
 
 
