@@ -475,10 +475,9 @@ def explain(rule_id: str = typer.Argument(..., help="A rule id, e.g. GPU002.")):
     from gpudoctor.rules import REGISTRY
 
     spec = REGISTRY.get(rule_id.upper())
-    lint_text = None if spec is not None else lint_cmd.explain_text(rule_id)  # LNT rules: gpudoctor/lint
-    if spec is None and lint_text is None:
+    text = rule_markdown(spec) if spec is not None else lint_cmd.explain_text(rule_id)  # LNT: gpudoctor/lint
+    if text is None:
         raise fail(f"unknown rule {rule_id!r}; `gpudoctor rules` lists them")
-    text = lint_text or rule_markdown(spec)
     if sys.stdout.isatty():  # a person reading: rendered; piped or redirected: the Markdown itself
         from rich.console import Console
         from rich.markdown import Markdown
