@@ -102,6 +102,9 @@ def test_pyproject_ignore_found_upward(proj: Path) -> None:
 def test_stdin(proj: Path) -> None:
     r = gd("lint", "-", stdin=BAD, cwd=proj)
     assert r.returncode == 1 and "-:4:9: LNT001" in r.stdout
+    r = gd("lint", "--fix", "-", stdin=BAD, cwd=proj)  # the fixed source on stdout, the report on stderr
+    assert 'torch.amp.GradScaler("cuda", 1024.0)' in r.stdout and "LNT001" in r.stderr
+    ast.parse(r.stdout)
 
 
 def test_diff_changes_nothing_and_fix_rewrites(proj: Path) -> None:

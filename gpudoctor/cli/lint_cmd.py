@@ -90,13 +90,14 @@ def lint(
             sys.stderr.write(f"gpudoctor: fixed {len(fixed)} problem{'s' if len(fixed) != 1 else ''}\n")
     if json_out:
         fmt = LintFormat.json
+    out = sys.stderr if (fix and stdin) else sys.stdout  # `--fix -`: stdout carries the fixed source
     if fmt == LintFormat.sarif:
-        sys.stdout.write(json.dumps(output.sarif(res.findings, res.errors, res.files), indent=2) + "\n")
+        out.write(json.dumps(output.sarif(res.findings, res.errors, res.files), indent=2) + "\n")
     else:
         render = {"text": output.text, "json": output.as_json, "github": output.github}[fmt.value]
         body = render(res.findings, res.errors, res.files)
         if body:
-            sys.stdout.write(body + "\n")
+            out.write(body + "\n")
     for e in res.errors:
         if fmt != LintFormat.text:
             sys.stderr.write(f"gpudoctor: error: {e}\n")
@@ -130,4 +131,6 @@ def _fixes(findings: list, stdin_src: str | None, write: bool) -> bool:
         else:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(after)
+    if write and stdin_src is not None and "-" not in by_path:
+        sys.stdout.write(stdin_src)  # `--fix -` with nothing to fix: the source unchanged, as ruff does
     return bool(by_path)
