@@ -101,6 +101,13 @@ CASES = [
     ("LNT011", "for b in loader:\n    for m in range(accum):\n        loss = model(b)\n        loss.backward()\n"
                "    optimizer.step()", True),
     ("LNT011", "for b in loader:\n    loss = model(b)\n    loss.backward()\n    optimizer.step()", False),
+    ("LNT011", "for b in loader:\n    for m in range(6):\n        model.zero_grad()\n        model(b).backward()\n"
+               "    optimizer.step()", False),  # zeroed every micro-step: nothing accumulates
+    ("LNT011", "for i, b in enumerate(loader):\n    optimizer.zero_grad()\n    model(b).backward()\n"
+               "    if i % 10 == 0:\n        optimizer.step()", False),
+    ("LNT002", 'dist.init_process_group(backend=dist.Backend.GLOO)', False),
+    ("LNT002", 'dist.init_process_group(dist.Backend.NCCL)', True),
+    ("LNT005", 'dist.init_process_group("nccl")\ntorch.save(m, b)\nm2 = torch.load(b)', False),  # round trip
     # L6 no_sync
     ("LNT012", "model = DDP(net)\nfor i, b in enumerate(loader):\n    (model(b) / accum).backward()\n"
                "    if (i + 1) % accum == 0:\n        optimizer.step()", True),

@@ -60,15 +60,17 @@ def _sets_device(ctx: FileContext) -> bool:
                 'dist.init_process_group("nccl")',
            doc_url=PT + "generated/torch.cuda.set_device.html")
 def no_set_device(ctx: FileContext) -> Iterator[Hit]:
-    """``init_process_group`` with the NCCL backend (or none named) in a file that never pins a GPU: no
-    ``set_device``, no ``device_id(s)=``, no device built from a rank."""
+    """``init_process_group`` with the NCCL backend (a literal, ``Backend.NCCL``, or none named) in a file that
+    never pins a GPU: no ``set_device``, no ``device_id(s)=``, no device built from a rank, no DeepSpeed /
+    Accelerate / HF Trainer / Lightning import (they pin it)."""
     calls = list(ctx.calls_to("torch.distributed.init_process_group"))
     if not calls or ctx.framework_managed or _sets_device(ctx):
         return
     call = calls[0]
-    backend = const_str(FileContext.arg(call, "backend", 0))
-    if backend is not None and "nccl" not in backend:
-        return
+    backend = FileContext.arg(call, "backend", 0)
+    if backend is not None and "nccl" not in (const_str(backend) or "").lower() and not (
+            isinstance(backend, ast.Attribute) and backend.attr.lower() == "nccl"):
+        return  # gloo / mpi, or a backend the file does not show
     yield call, "init_process_group without torch.cuda.set_device(local_rank): every rank uses GPU 0", []
 
 
@@ -144,12 +146,16 @@ def no_set_epoch(ctx: FileContext) -> Iterator[Hit]:
            doc_url=PT + "generated/torch.load.html")
 def load_without_map_location(ctx: FileContext) -> Iterator[Hit]:
     """``torch.load`` with no ``map_location`` (keyword or 2nd positional) in a file that uses
-    torch.distributed itself (process group, DDP or DistributedSampler)."""
+    torch.distributed itself (process group, DDP or DistributedSampler); not when the branch beside it passes
+    one, nor when the same function saved the file just before (a round trip in one process)."""
     if not ctx.is_distributed:
         return
     mapped = [c for c in ctx.calls_to("torch.load") if FileContext.arg(c, "map_location", 1) is not None]
+    saves = list(ctx.calls_to("torch.save"))
     for call in ctx.calls_to("torch.load"):
-        if FileContext.arg(call, "map_location", 1) is None and not FileContext.opaque(call) \
+        fn = ctx.function_of(call)
+        round_trip = any(s.lineno < call.lineno and ctx.function_of(s) is fn for s in saves)
+        if FileContext.arg(call, "map_location", 1) is None and not FileContext.opaque(call) and not round_trip \
                 and not any(ctx.exclusive(call, m) for m in mapped):  # the other branch maps: handled
             yield call, "torch.load without map_location: every rank restores the tensors on the saving GPU", []
 

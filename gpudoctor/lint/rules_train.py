@@ -39,6 +39,14 @@ def _backward_loss(call: ast.Call) -> ast.expr | None:
     return recv
 
 
+def _zeroes_every_step(loop: ast.AST, gate: ast.AST | None) -> bool:
+    """The loop calls ``zero_grad()`` outside ``gate``: gradients are cleared every iteration, nothing
+    accumulates (e.g. a test running six independent steps)."""
+    inside_gate = {id(n) for n in ast.walk(gate)} if gate is not None else set()
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"
+               and id(n) not in inside_gate for n in ast.walk(loop))
+
+
 def _accumulation(ctx: FileContext) -> Iterator[ast.Call]:
     """``backward()`` calls that accumulate: the optimizer step is under an ``if`` with a ``%`` test that the
     backward is not under, or the backward is in an inner loop without a step and a step follows the loop."""
@@ -51,14 +59,15 @@ def _accumulation(ctx: FileContext) -> Iterator[ast.Call]:
             st_anc = list(ctx.ancestors(st))
             gated = [a for a in st_anc if isinstance(a, ast.If) and a not in bw_anc
                      and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(a.test))]
-            shared_loop = any(isinstance(a, ast.For | ast.While) for a in st_anc if a in bw_anc)
-            if gated and shared_loop:
+            shared = [a for a in st_anc if a in bw_anc and isinstance(a, ast.For | ast.While)]
+            if gated and shared and not _zeroes_every_step(shared[0], gated[0]):
                 yield bw
                 break
             inner = next((a for a in bw_anc if isinstance(a, ast.For | ast.While)), None)
             if (inner is not None and inner not in st_anc and ctx.parents.get(inner) in st_anc[:3]
                     and st.lineno > inner.lineno and not any(_is_optimizer_step(c) for c in ast.walk(inner)
-                                                             if isinstance(c, ast.Call))):
+                                                             if isinstance(c, ast.Call))
+                    and not _zeroes_every_step(inner, None)):
                 yield bw
                 break
 
