@@ -70,6 +70,9 @@ CASES = [
                '    torch.save(sd, "c.pt")', False),
     ("LNT006", 'dist.init_process_group("nccl")\ndef save():\n    torch.save(sd, "c.pt")\nsave()', True),
     ("LNT006", 'dist.init_process_group("nccl")\ntorch.save(sd, f"shard_{rank}.pt")', False),
+    ("LNT006", 'import torch.multiprocessing as mp\ndef worker(r):\n    dist.init_process_group("nccl")\n'
+               '    torch.save(sd, "c.pt")\nmp.spawn(worker, nprocs=2)', True),  # spawned on every rank
+    ("LNT006", 'def worker(r):\n    dist.init_process_group("nccl")\n    torch.save(sd, "c.pt")', False),
     # L5 wrapper's state_dict
     ("LNT007", "model = DDP(net)\ntorch.save(model.state_dict(), p)", True),
     ("LNT007", "model = DDP(net)\ntorch.save({'model': model.state_dict(), 'step': 1}, p)", True),

@@ -162,7 +162,9 @@ class FileContext:
                     and any(isinstance(s, ast.Return | ast.Raise) for s in stmt.body)):
                 return True
         sites = [c for c, _ in self.calls if (isinstance(c.func, ast.Name) and c.func.id == fn.name)
-                 or (isinstance(c.func, ast.Attribute) and c.func.attr == fn.name)]
+                 or (isinstance(c.func, ast.Attribute) and c.func.attr == fn.name)
+                 # handed to a launcher: mp.spawn(main_worker, ...), Process(target=main_worker)
+                 or any(isinstance(a, ast.Name) and a.id == fn.name for a in [*c.args, *(k.value for k in c.keywords)])]
         if not sites or depth == 0:
             return True
         return all(self.rank_guarded(c, depth - 1) for c in sites)
