@@ -9,9 +9,6 @@ command, ``hostreport.py`` adds the "Training script" area to ``gpudoctor scan -
 - :mod:`.rules_dist`, :mod:`.rules_train`, :mod:`.rules_amp`: the rules;
 - :mod:`.engine`: files, ignores, workers; :mod:`.output`: text, JSON, GitHub, SARIF, fixes.
 
-Sources: ../shared/docs/seed-checklists.md (section L); docs/lint.md.
+Entry points: ``gpudoctor.lint.engine.lint_paths`` / ``lint_source``. Sources:
+../shared/docs/seed-checklists.md (section L); docs/lint.md.
 """
-from gpudoctor.lint.engine import LintResult, lint_paths, lint_source
-from gpudoctor.lint.model import LintFinding
-
-__all__ = ["LintFinding", "LintResult", "lint_paths", "lint_source"]
