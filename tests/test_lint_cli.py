@@ -167,3 +167,8 @@ def test_rule_docs_page_in_sync() -> None:
 
     assert (ROOT / "docs" / "rules" / "lnt.md").read_text() == family_page(), \
         "regenerate: python -m gpudoctor.lint.registry"
+
+
+def test_scan_script_missing_is_a_usage_error(tmp_path: Path) -> None:
+    r = gd("scan", "--script", str(tmp_path / "nope.py"), "--no-confirm")
+    assert r.returncode == 2 and "--script" in r.stderr and "Traceback" not in r.stderr
