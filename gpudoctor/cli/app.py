@@ -203,6 +203,8 @@ def scan(
                                                "re-run after a failure gets at most 45 s more)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Judge the measured figures against this fleet "
                                         "baseline (`gpudoctor baseline save`) instead of the SKU table."),
+    script: list[str] = typer.Option([], "--script", help="Also lint this training script (or folder): adds a "
+                                     "'Training script' area (rules LNT, `gpudoctor lint`). Repeatable."),
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
     out = output_spec(fmt, json_out, output)
@@ -211,6 +213,9 @@ def scan(
     from gpudoctor.cli.perf import _load_baseline
 
     perf_baseline = _load_baseline(baseline)
+    for s in script:
+        if not os.path.exists(s):
+            raise fail(f"--script {s}: no such file or directory")
     from gpudoctor.probes import interrupt
     from gpudoctor.probes.torch_start import missing_interpreter, resolve_interpreter
     from gpudoctor.probes.torch_start import start as start_torch_probe
@@ -260,7 +265,12 @@ def scan(
         snap.confirmation = getattr(exc, "facts", snap.confirmation)
         sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
         _emit_partial(snap, out, save, verbose, fail_on)
-    emit(evaluate(snap), out, save, verbose, fail_on)
+    report = evaluate(snap)
+    if script:
+        from gpudoctor.lint.hostreport import add_script_area
+
+        add_script_area(report, script)
+    emit(report, out, save, verbose, fail_on)
 
 
 class Model(str, enum.Enum):
@@ -563,9 +573,9 @@ def explain(rule_id: str = typer.Argument(..., help="A rule id, e.g. GPU002.")):
     from gpudoctor.rules import REGISTRY
 
     spec = REGISTRY.get(rule_id.upper())
-    if spec is None:
+    text = rule_markdown(spec) if spec is not None else lint_cmd.explain_text(rule_id)  # LNT: gpudoctor/lint
+    if text is None:
         raise fail(f"unknown rule {rule_id!r}; `gpudoctor rules` lists them")
-    text = rule_markdown(spec)
     if sys.stdout.isatty():  # a person reading: rendered; piped or redirected: the Markdown itself
         from rich.markdown import Markdown
 
@@ -583,6 +593,7 @@ def list_rules():
 
     for spec in REGISTRY.values():
         sys.stdout.write(f"{spec.id:8} {spec.severity:8} {spec.area:20} {spec.title}\n")
+    sys.stdout.writelines(lint_cmd.rule_lines())
 
 
 class CheckFormat(str, enum.Enum):
@@ -750,3 +761,6 @@ def main() -> None:
         if os.environ.get("GPUDOCTOR_DEBUG"):
             raise
         sys.exit(EXIT_INTERNAL)
+
+
+from gpudoctor.cli import lint_cmd  # noqa: E402  (registers `gpudoctor lint`; gpudoctor/lint/)

@@ -16,7 +16,7 @@ from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Sum
 from gpudoctor.facts.model import Snapshot
 
 AREAS = ["Driver & NVML", "PyTorch", "Compatibility", "GPU health", "PCIe", "Topology", "Host", "NCCL & environment",
-         "Confirmation runs", "Logs & errors", "Cluster"]
+         "Confirmation runs", "Logs & errors", "Cluster", "Training script"]
 
 
 class NotAssessed(Exception):

@@ -1,0 +1,99 @@
+"""The lint rules' registry and metadata (id, severity, the pitfall it checks, why, example, fix, sources).
+
+``gpudoctor explain LNT001`` and docs/rules/lnt.md are generated from it (``python -m gpudoctor.lint.registry``
+rewrites the page). The checklist behind every rule is section L of the seed checklists (L1-L12).
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from gpudoctor.lint.context import FileContext
+from gpudoctor.lint.model import Edit, Severity
+
+#: what a check yields: the node the finding points at, the message, and the fix's edits (may be empty)
+Hit = tuple[ast.AST, str, list[Edit]]
+Check = Callable[[FileContext], Iterable[Hit]]
+
+AREA = "Training script"
+
+
+@dataclass(frozen=True)
+class LintSpec:
+    """One lint rule's metadata; ``area``/``what``/``fix`` match the host rules' RuleSpec fields."""
+
+    id: str
+    severity: Severity
+    title: str
+    checklist: str
+    what: str
+    why: str
+    fix: str
+    bad: str
+    good: str
+    doc_url: str
+    func: Check = field(compare=False, repr=False)
+    area: str = AREA
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return (f"seed checklist {self.checklist} (../shared/docs/seed-checklists.md, section L)", self.doc_url)
+
+    @property
+    def family(self) -> str:
+        return "LNT"
+
+
+LINT_RULES: dict[str, LintSpec] = {}
+
+
+def lint_rule(id: str, severity: Severity, title: str, checklist: str, why: str, fix: str, bad: str, good: str,
+              doc_url: str) -> Callable[[Check], Check]:
+    """Register a lint check; its docstring is the 'what it checks' paragraph. ValueError on a duplicate id."""
+
+    def deco(func: Check) -> Check:
+        if id in LINT_RULES:
+            raise ValueError(f"duplicate lint rule id {id}")
+        LINT_RULES[id] = LintSpec(id=id, severity=severity, title=title, checklist=checklist,
+                                  what=" ".join((func.__doc__ or "").split()), why=why, fix=fix,
+                                  bad=bad.strip("\n"), good=good.strip("\n"), doc_url=doc_url, func=func)
+        return func
+
+    return deco
+
+
+def load() -> dict[str, LintSpec]:
+    """Every lint rule, registered (importing the rule modules registers them)."""
+    from gpudoctor.lint import rules_amp, rules_dist, rules_train  # noqa: F401
+
+    return LINT_RULES
+
+
+def spec_markdown(spec: LintSpec, level: int = 1) -> str:
+    """The explain page of one lint rule: what, why, example, fix, sources."""
+    h = "#" * level
+    src = "\n".join(f"- {s}" for s in spec.sources)
+    return (f"{h} {spec.id}: {spec.title}\n\n"
+            f"Severity: **{spec.severity}** · Area: {spec.area} · Checklist: {spec.checklist}\n\n"
+            f"**What it checks.** {spec.what}\n\n**Why it matters.** {spec.why}\n\n"
+            f"**Example (flagged).**\n\n```python\n{spec.bad}\n```\n\n"
+            f"**How to fix.** {spec.fix}\n\n```python\n{spec.good}\n```\n\n**Sources.**\n{src}\n")
+
+
+def family_page() -> str:
+    """docs/rules/lnt.md."""
+    body = "\n".join(spec_markdown(s, level=2) for s in load().values())
+    return ("# LNT — Training script rules (`gpudoctor lint`)\n\n"
+            "<!-- generated from the rules' metadata by `python -m gpudoctor.lint.registry`; do not edit -->\n\n"
+            f"{body}")
+
+
+if __name__ == "__main__":
+    import pathlib
+
+    from gpudoctor.lint import registry  # the module the rules register in (this one runs as __main__)
+
+    out = pathlib.Path(__file__).resolve().parents[2] / "docs" / "rules" / "lnt.md"
+    out.write_text(registry.family_page())
+    print(f"wrote {out}")
