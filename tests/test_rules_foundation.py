@@ -6,7 +6,7 @@ from conftest import ids, outcome
 
 from gpudoctor.facts.model import GpuProcess
 from gpudoctor.rules import evaluate
-from gpudoctor.rules.versions import arch_covers, visible_device_count
+from gpudoctor.compat.versions import arch_covers, visible_device_count
 
 GIB = 1024 ** 3
 

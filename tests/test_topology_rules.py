@@ -17,7 +17,8 @@ from gpudoctor.facts.model import (
     NvmlPair,
     Snapshot,
 )
-from gpudoctor.facts.topology import finish, topology_from_text
+from gpudoctor.facts.topology import finish
+from gpudoctor.parsers.topology_text import topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.rules import evaluate
 from gpudoctor.rules.topology import _socket_if_match, multi_node

@@ -308,7 +308,7 @@ def confirm(dist, torch, store, plan: dict, rank: int, launch: LaunchInfo, opts:
 # ----------------------------------------------------------------------------------------------- run
 
 def default_size(cpu: bool) -> int:
-    from gpudoctor.rules import data
+    from gpudoctor.compat import data
 
     msg = data.load("cluster")["message"]
     return int(float(msg["cpu_mib" if cpu else "gpu_mib"]) * 1024 * 1024)
@@ -449,7 +449,7 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
             labels[r] = n.label
     allreduce = pairwise = None
     if plan["confirm"] and len(members) > 1:
-        from gpudoctor.rules import data
+        from gpudoctor.compat import data
 
         allreduce = assemble.allreduce_result(plan, results, nodes=len(plan["leaders"]))
         own = results.get(0, {}).get("phase_s", {})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudoctor.compat import tables as T
-from gpudoctor.rules.versions import arch_covers, cc_tuple, vtuple
+from gpudoctor.compat.versions import arch_covers, cc_tuple, vtuple
 
 PASS, CAVEAT, FAIL, UNKNOWN = "pass", "caveat", "fail", "unknown"
 

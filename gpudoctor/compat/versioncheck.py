@@ -17,7 +17,7 @@ from xml.etree import ElementTree as ET
 from gpudoctor.compat import check as C
 from gpudoctor.compat import tables as T
 from gpudoctor.compat.pins import TorchPin
-from gpudoctor.rules.versions import cc_tuple
+from gpudoctor.compat.versions import cc_tuple
 
 if sys.version_info >= (3, 11):
     import tomllib

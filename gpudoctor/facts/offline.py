@@ -381,7 +381,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     if col.apps:
         _attach_processes(snap, col, known)
     if (col.topo_texts or col.lspci_texts) and snap.topology is None:
-        from gpudoctor.facts.topology import topology_from_text
+        from gpudoctor.parsers.topology_text import topology_from_text
 
         topo_text = col.topo_texts[0][1] if col.topo_texts else None
         lspci_text = "\n".join(t for _, t in col.lspci_texts) or None

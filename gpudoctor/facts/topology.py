@@ -6,8 +6,7 @@ Pure functions over facts (no probing, no printing):
 - :func:`build_link_classes`: the link-class table (meaning, GB/s per direction, basis,
   source) from ``rules/topology.toml``;
 - :func:`allreduce_ms`: the ring all-reduce time of a message over a link;
-- :func:`topology_from_text`: TopologyFacts from pasted `nvidia-smi topo -m` and/or
-  `lspci -vvv` text (for offline checks of text dumps).
+- :func:`link_class`, :func:`speed_to_gen`: the relation and PCIe-generation definitions the parsers use.
 
 Units: GB/s = 1e9 bytes/s per direction; ms.
 """
@@ -15,14 +14,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpudoctor.compat import data
 from gpudoctor.facts.model import LinkClass, NvmlFacts, PcieDevice, TopologyFacts, TopoPair
 
 CLASS_ORDER = ["NV", "PIX", "PXB", "PHB", "NODE", "SYS"]
 
+# Closeness order used to rank paths (smaller = closer). NV# beats every PCIe path.
+RELATION_RANK = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
+
+
+def link_class(rel: str | None) -> str | None:
+    """'NV12' -> 'NV', 'PIX' -> 'PIX', 'SOC' -> 'SYS'; None stays None."""
+    if rel is None:
+        return None
+    if rel.startswith("NV"):
+        return "NV"
+    return "SYS" if rel == "SOC" else rel
+
+
+def nvlink_count(rel: str | None) -> int:
+    """Number of bonded NVLinks in an 'NV#' relation, 0 for anything else."""
+    return int(rel[2:]) if rel and rel.startswith("NV") and rel[2:].isdigit() else 0
+
+
+# PCIe generation -> GT/s per lane (PCI-SIG; table in rules/topology.toml with sources)
+GEN_SPEED_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
+
+
+def speed_to_gen(gts: float | None) -> int | None:
+    """GT/s per lane -> PCIe generation (2.5 -> 1, 32 -> 5); None when unknown."""
+    if gts is None:
+        return None
+    for gen, s in GEN_SPEED_GTS.items():
+        if abs(s - gts) < 0.05:
+            return gen
+    return None
+
 
 def _tbl() -> dict:
-    from gpudoctor.rules import data  # lazy: gpudoctor.rules imports the TOP rules, which import this module
-
     return data.load("topology")
 
 
@@ -31,8 +60,6 @@ def pcie_gbs(gts: float | None, width: int | None) -> float | None:
 
     Source: rules/topology.toml [pcie] (PCIe generation table, compat-research.md 7a).
     """
-    from gpudoctor.parsers.lspci import speed_to_gen
-
     gen = speed_to_gen(gts)
     if gen is None or not width:
         return None
@@ -41,15 +68,11 @@ def pcie_gbs(gts: float | None, width: int | None) -> float | None:
 
 
 def link_class_of(rel: str | None) -> str | None:
-    """'NV12' -> 'NV', 'SOC' -> 'SYS' (see gpudoctor.parsers.topo.link_class)."""
-    from gpudoctor.parsers.topo import link_class
-
+    """'NV12' -> 'NV', 'SOC' -> 'SYS' (see :func:`link_class`)."""
     return link_class(rel)
 
 
 def gen_of(gts: float | None) -> int | None:
-    from gpudoctor.parsers.lspci import speed_to_gen
-
     return speed_to_gen(gts)
 
 
@@ -167,8 +190,6 @@ class PairView:
 
     @property
     def link_class(self) -> str | None:
-        from gpudoctor.parsers.topo import link_class
-
         if self.relation:
             return link_class(self.relation)
         if self.p2p.get("nvlink") == "OK":
@@ -255,30 +276,3 @@ def nvlink_components(topo: TopologyFacts, n: int) -> list[set[int]]:
         groups.setdefault(find(i), set()).add(i)
     return list(groups.values())
 
-
-def topology_from_text(topo_text: str | None = None, lspci_text: str | None = None) -> TopologyFacts:
-    """TopologyFacts from pasted text (for `gpudoctor check` on text dumps).
-
-    Raises gpudoctor.parsers.topo.ParseError when a given text cannot be parsed.
-    """
-    from gpudoctor.parsers.lspci import parse_lspci
-    from gpudoctor.parsers.topo import parse_topo_matrix
-
-    facts = TopologyFacts(source="pasted text: " + ", ".join(
-        x for x, t in (("nvidia-smi topo -m", topo_text), ("lspci -vvv", lspci_text)) if t))
-    if topo_text is not None:
-        facts.matrix = parse_topo_matrix(topo_text)
-    if lspci_text is not None:
-        facts.lspci_available = True
-        for n, p in enumerate(parse_lspci(lspci_text)):
-            state = "unknown"
-            if p.acs_ctl is not None:
-                state = "enabled" if p.acs_redirect else "disabled"
-            elif p.caps_access_denied:
-                state = "needs_root"
-            facts.pcie.append(PcieDevice(
-                bdf=p.bdf or f"unnamed-{n + 1}", kind=p.kind if p.bdf else ("bridge" if p.is_bridge else "other"),
-                name=p.name, link_speed_gts=p.lnksta_speed_gts, link_speed_max_gts=p.lnkcap_speed_gts,
-                link_width=p.lnksta_width, link_width_max=p.lnkcap_width, downgraded=p.downgraded,
-                acs_ctl=p.acs_ctl, acs_cap=p.acs_cap, acs_state=state, driver=p.driver, source="lspci -vvv"))
-    return finish(facts)

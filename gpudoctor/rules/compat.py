@@ -10,7 +10,7 @@ import re
 from gpudoctor.compat import check as C
 from gpudoctor.compat import tables as T
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
-from gpudoctor.rules.versions import vtuple
+from gpudoctor.compat.versions import vtuple
 
 MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 FWD_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"

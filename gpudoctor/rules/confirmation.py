@@ -8,7 +8,7 @@ from __future__ import annotations
 from gpudoctor.confirm.analysis import attribute_loss, transport_verdict
 from gpudoctor.confirm.plan import fmt_size
 from gpudoctor.facts.topology import nvlink_generation
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 AREA = "Confirmation runs"

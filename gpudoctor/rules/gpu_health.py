@@ -1,7 +1,7 @@
 """GPU health rules (family GPU): thermals, clocks, power, memory errors, modes, other processes."""
 from __future__ import annotations
 
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import rule
 
 NVML_API = "https://docs.nvidia.com/deploy/nvml-api/"

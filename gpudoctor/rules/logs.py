@@ -6,7 +6,7 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 from __future__ import annotations
 
 from gpudoctor.parsers.commands import docker_gpu_request
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 AREA = "Logs & errors"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import difflib
 
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotAssessed, rule
 
 ENV_URL = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"

@@ -7,7 +7,7 @@ rules/topology.toml with their sources.
 from __future__ import annotations
 
 from gpudoctor.facts import topology as T
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 AREA = "Topology"

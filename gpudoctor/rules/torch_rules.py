@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
-from gpudoctor.rules.versions import cc_tuple, visible_device_count
+from gpudoctor.compat.versions import cc_tuple, visible_device_count
 
 MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 INSTALL_URL = "https://pytorch.org/get-started/locally/"

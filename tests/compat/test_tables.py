@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.compat import tables as T
-from gpudoctor.rules import data
-from gpudoctor.rules.versions import cc_tuple, vtuple
+from gpudoctor.compat import data
+from gpudoctor.compat.versions import cc_tuple, vtuple
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = {"verified", "secondary", "unverified", "derived"}
