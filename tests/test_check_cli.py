@@ -61,7 +61,7 @@ def test_bad_input_is_one_line_exit_2_and_others_still_diagnosed(fix, tmp_path, 
 
 
 def test_enormous_input(fix, tmp_path, monkeypatch):
-    import gpudoctor.facts.offline as off
+    import gpudoctor.parsers.offline as off
 
     monkeypatch.setattr(off, "MAX_FILE_BYTES", 1000)
     big = tmp_path / "big.log"

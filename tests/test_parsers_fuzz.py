@@ -117,7 +117,7 @@ def test_detect_and_signatures_never_raise(text):
        b=mutated((FIX / "h200-text/collect_env.txt").read_text()),
        c=mutated((FIX / "corpus/005-nccl-devshm-permission-denied/nccl.log").read_text()))
 def test_pipeline_never_raises(tmp_path_factory, a, b, c):
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
     d = tmp_path_factory.mktemp("f")

@@ -2,7 +2,7 @@
 import sys
 import types
 
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.parsers import ParseError
 from gpudoctor.rules import evaluate
 

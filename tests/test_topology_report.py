@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpudoctor.facts.load import load_path
+from gpudoctor.parsers.offline import load_path
 from gpudoctor.parsers.topology_text import topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.reports.jsonout import to_json

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.facts.load import load_path
+from gpudoctor.parsers.offline import load_path
 from gpudoctor.facts.model import (
     EnvFacts,
     FabricInfo,
@@ -355,7 +355,7 @@ def test_ncl007_from_the_topo_matrix_case_017_p2p_level_loc_on_nvlink():
 
 
 def test_env_probe_collects_job_size_variables():
-    from gpudoctor.probes.env import collect_env
+    from gpudoctor.facts.env import collect_env
 
     got = collect_env({"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2", "HOME": "/root"})
     assert got == {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2"}

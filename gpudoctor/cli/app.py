@@ -337,7 +337,7 @@ def check(
     A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
     naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
     """
-    from gpudoctor.facts.offline import SKIPPED, build_snapshot
+    from gpudoctor.parsers.offline import SKIPPED, build_snapshot
     from gpudoctor.rules import evaluate
 
     snap, errors = build_snapshot(paths)

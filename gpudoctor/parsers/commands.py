@@ -10,7 +10,7 @@ import re
 
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean
-from gpudoctor.probes.env import redact
+from gpudoctor.facts.env import redact
 
 _CMD = re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?((?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun|"
                   r"mpirun|torchrun|kubectl)\b.*)$")

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from gpudoctor.facts.model import GpuFacts, GpuProcess, NvLinkState, NvmlFacts
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean, na, size_bytes, to_bool, to_float, to_int
-from gpudoctor.probes.nvml_worker import CLOCK_EVENT_REASONS
+from gpudoctor.facts.clock_reasons import BY_CSV_KEY, BY_NVML, BY_Q_LABEL, BY_XML_TAG, decode
 
 MIB = 1024 * 1024
 SOURCE_TABLE = "nvidia-smi (table)"
@@ -29,14 +29,6 @@ SOURCE_Q = "nvidia-smi -q"
 SOURCE_XML = "nvidia-smi -q -x"
 SOURCE_NVLINK = "nvidia-smi nvlink -s"
 
-# nvidia-smi's labels of clock event (throttle) reasons -> NVML names (nvmlClocksEventReasons bits).
-REASON_LABELS = {
-    "idle": "GpuIdle", "gpu idle": "GpuIdle", "applications clocks setting": "ApplicationsClocksSetting",
-    "sw power cap": "SwPowerCap", "hw slowdown": "HwSlowdown", "sync boost": "SyncBoost",
-    "sw thermal slowdown": "SwThermalSlowdown", "hw thermal slowdown": "HwThermalSlowdown",
-    "hw power brake slowdown": "HwPowerBrakeSlowdown", "display clock setting": "DisplayClockSetting",
-}
-REASON_BITS = {name: bit for bit, name in CLOCK_EVENT_REASONS}
 COMPUTE_MODES = {"default": "Default", "e. process": "Exclusive_Process", "exclusive_process": "Exclusive_Process",
                  "e. thread": "Exclusive_Thread", "exclusive_thread": "Exclusive_Thread", "prohibited": "Prohibited"}
 NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver[^\n]*"
@@ -252,13 +244,13 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
         for path, value in d.items():
             if path.startswith(sec + "/"):
                 label = path.split("/")[-1]
-                name = REASON_LABELS.get(label)
+                name = BY_Q_LABEL[label].nvml if label in BY_Q_LABEL else None
                 active = to_bool(value)
                 if name and active is not None:
                     reasons[name] = active
     if reasons:
         g.clock_event_reasons = sorted(n for n, a in reasons.items() if a)
-        g.clock_event_reasons_mask = sum(REASON_BITS[n] for n, a in reasons.items() if a)
+        g.clock_event_reasons_mask = sum(BY_NVML[n].bit for n, a in reasons.items() if a)
     put("memory_total_bytes", size_bytes(_get(d, "fb memory usage/total")))
     put("memory_used_bytes", size_bytes(_get(d, "fb memory usage/used")))
     put("compute_mode", _compute_mode(_get(d, "compute mode")))
@@ -398,22 +390,6 @@ XML_MAP = {  # XML element path (below <gpu>) -> the -q text path _fill_gpu read
     "power_readings/default_power_limit": "power readings/default power limit",
     "fabric/state": "fabric/state",
 }
-XML_REASONS = {
-    "clocks_event_reason_gpu_idle": "idle", "clocks_throttle_reason_gpu_idle": "idle",
-    "clocks_event_reason_applications_clocks_setting": "applications clocks setting",
-    "clocks_throttle_reason_applications_clocks_setting": "applications clocks setting",
-    "clocks_event_reason_sw_power_cap": "sw power cap", "clocks_throttle_reason_sw_power_cap": "sw power cap",
-    "clocks_event_reason_hw_slowdown": "hw slowdown", "clocks_throttle_reason_hw_slowdown": "hw slowdown",
-    "clocks_event_reason_hw_thermal_slowdown": "hw thermal slowdown",
-    "clocks_throttle_reason_hw_thermal_slowdown": "hw thermal slowdown",
-    "clocks_event_reason_hw_power_brake_slowdown": "hw power brake slowdown",
-    "clocks_throttle_reason_hw_power_brake_slowdown": "hw power brake slowdown",
-    "clocks_event_reason_sync_boost": "sync boost", "clocks_throttle_reason_sync_boost": "sync boost",
-    "clocks_event_reason_sw_thermal_slowdown": "sw thermal slowdown",
-    "clocks_throttle_reason_sw_thermal_slowdown": "sw thermal slowdown",
-    "clocks_event_reason_display_clocks_setting": "display clock setting",
-    "clocks_throttle_reason_display_clocks_setting": "display clock setting",
-}
 MAX_XML_CHARS = 16 * 1024 * 1024
 
 
@@ -451,7 +427,7 @@ def parse_xml(text: str) -> NvmlFacts:
                 d.setdefault(qpath, found.strip())
         for sec in ("clocks_event_reasons", "clocks_throttle_reasons"):
             for child in el.findall(sec + "/*"):
-                label = XML_REASONS.get(child.tag)
+                label = BY_XML_TAG[child.tag].q_labels[0] if child.tag in BY_XML_TAG else None
                 if label and child.text:
                     d[f"clocks event reasons/{label}"] = child.text.strip()
         g = GpuFacts(index=i)
@@ -573,12 +549,6 @@ _CSV_FIELDS = {
     "remapped_rows.pending": ("remapped_rows_pending", to_bool),
     "remapped_rows.failure": ("remapped_rows_failure", to_bool),
 }
-_CSV_REASON_FIELDS = {  # clocks_event_reasons.<x> -> NVML reason name
-    "gpu_idle": "GpuIdle", "applications_clocks_setting": "ApplicationsClocksSetting", "sw_power_cap": "SwPowerCap",
-    "hw_slowdown": "HwSlowdown", "hw_thermal_slowdown": "HwThermalSlowdown",
-    "hw_power_brake_slowdown": "HwPowerBrakeSlowdown", "sw_thermal_slowdown": "SwThermalSlowdown",
-    "sync_boost": "SyncBoost",
-}
 
 
 def _csv_key(header: str) -> str:
@@ -659,9 +629,10 @@ def parse_query_csv(text: str) -> NvmlFacts:
                 if m is not None:
                     masks[ident] = masks.get(ident, 0) | m
             elif k.startswith("clocks_event_reasons."):
-                name = _CSV_REASON_FIELDS.get(k.split(".", 1)[1])
-                if name and to_bool(v):
-                    masks[ident] = masks.get(ident, 0) | REASON_BITS[name]
+                reason = BY_CSV_KEY.get(k.split(".", 1)[1])
+                name = reason.nvml if reason else None
+                if reason and to_bool(v):
+                    masks[ident] = masks.get(ident, 0) | reason.bit
                 elif name and to_bool(v) is False:
                     masks.setdefault(ident, 0)
     if not rows:
@@ -670,7 +641,7 @@ def parse_query_csv(text: str) -> NvmlFacts:
     for ident, mask in masks.items():
         g = by_key[ident]
         g.clock_event_reasons_mask = mask
-        g.clock_event_reasons = sorted(name for bit, name in CLOCK_EVENT_REASONS if mask & bit)
+        g.clock_event_reasons = sorted(decode(mask))
     nv = NvmlFacts(source=SOURCE_CSV)
     if driver:
         nv.driver_version = driver

@@ -34,17 +34,20 @@ import json
 import os
 import sys
 
-CLOCK_EVENT_REASONS = [
-    (0x1, "GpuIdle"),
-    (0x2, "ApplicationsClocksSetting"),
-    (0x4, "SwPowerCap"),
-    (0x8, "HwSlowdown"),
-    (0x10, "SyncBoost"),
-    (0x20, "SwThermalSlowdown"),
-    (0x40, "HwThermalSlowdown"),
-    (0x80, "HwPowerBrakeSlowdown"),
-    (0x100, "DisplayClockSetting"),
-]
+
+
+def _load_clock_reasons():
+    """gpudoctor/facts/clock_reasons.py (stdlib only), loaded by path: this script runs outside the package."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "facts", "clock_reasons.py")
+    spec = importlib.util.spec_from_file_location("_gpudoctor_clock_reasons", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_CLOCK_REASONS = _load_clock_reasons()
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 NVLINK_MAX_LINKS = 18
 
@@ -55,7 +58,7 @@ def emit(obj):
 
 
 def decode_reasons(mask):
-    return [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+    return _CLOCK_REASONS.decode(mask)
 
 
 def _dec(v):

@@ -2,17 +2,14 @@
 from __future__ import annotations
 
 from gpudoctor.compat import data
+from gpudoctor.facts.clock_reasons import CLOCK_EVENT_REASONS
 from gpudoctor.rules.engine import rule
 
 NVML_API = "https://docs.nvidia.com/deploy/nvml-api/"
 MIB = 1024 * 1024
 
-FAULT_REASONS = {
-    "HwSlowdown": "hardware slowdown (HW Slowdown: thermal or power-brake assertion, e.g. an external power supply signal)",
-    "HwThermalSlowdown": "hardware thermal slowdown (the GPU is too hot)",
-    "HwPowerBrakeSlowdown": "hardware power brake (external power-brake signal, e.g. from the PSU or BMC)",
-}
-WARN_REASONS = {"SwThermalSlowdown": "software thermal slowdown (driver keeps the GPU below its thermal limit)"}
+FAULT_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "error"}
+WARN_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "warning"}
 
 
 @rule("GPU001", "GPU health", "warning", "GPU temperature near its slowdown threshold",

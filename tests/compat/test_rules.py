@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpudoctor.facts.load import load_path
+from gpudoctor.parsers.offline import load_path
 from gpudoctor.facts.model import GpuFacts, LibPathFacts, NvmlFacts, SharedLibrary
 from gpudoctor.probes.libpath import scan_dirs
 

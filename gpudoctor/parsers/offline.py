@@ -202,7 +202,7 @@ def _parse_file(path: str, text: str, col: Collected) -> str | None:
                 n = nccl_log.parse_nccl_log(text)
                 col.nccl.append(n)
                 if n.env_set:
-                    from gpudoctor.probes.env import collect_env as _filter
+                    from gpudoctor.facts.env import collect_env as _filter
 
                     frag("env", EnvFacts(source="NCCL log ('set by environment' lines)",
                                          variables=_filter(n.env_set)), complete=False)
@@ -442,7 +442,7 @@ def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
 
 def _scrub_logs(logs) -> None:
     """Remove credentials from every line the report will quote (users paste logs into public issues)."""
-    from gpudoctor.probes.env import redact, scrub
+    from gpudoctor.facts.env import redact, scrub
 
     for hit in logs.signatures:
         hit.lines = [scrub(x) for x in hit.lines]
@@ -458,3 +458,9 @@ def _scrub_logs(logs) -> None:
         for f in ("warnings", "lines"):
             if isinstance(getattr(logs.nccl, f, None), list):
                 setattr(logs.nccl, f, [scrub(x) for x in getattr(logs.nccl, f)])
+
+
+def load_path(path: str) -> Snapshot:
+    """The Snapshot of a saved report file. Raises InputError (one line naming the file) when it is
+    unreadable, empty, too large, binary, or not a gpudoctor report."""
+    return parse_document(read_text(path), path)
