@@ -11,8 +11,8 @@ import sys
 
 import typer
 
-#: upper bound of every --*timeout option, seconds (one day): 'inf' or 1e300 would overflow the deadlines
-MAX_TIMEOUT_S = 86400.0
+from gpudoctor.pipeline import defaults as D
+from gpudoctor.pipeline.defaults import MAX_TIMEOUT_S
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -113,12 +113,10 @@ def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailO
     raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
 
 
-def _emit_partial(snap, json_out: bool, save: str | None, verbose: bool) -> None:
+def _emit_partial(report, json_out: bool, save: str | None, verbose: bool) -> None:
     """Report what an interrupted scan found (saved too with --save) and exit 130."""
-    from gpudoctor.rules import evaluate
-
     try:
-        emit(evaluate(snap), json_out, save, verbose, FailOn.never)
+        emit(report, json_out, save, verbose, FailOn.never)
     except typer.Exit:
         pass
     raise typer.Exit(130)
@@ -133,64 +131,34 @@ def scan(
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Skip the confirmation runs (all-reduce, DDP step)."),
-    confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
+    confirm_timeout: float = typer.Option(D.CONFIRM_TIMEOUT_S, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
                                           help="Hard limit in seconds for the confirmation runs (each transport "
                                                "re-run after a failure gets at most 45 s more)."),
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
-    if not os.path.isdir(data_path):
-        raise fail(f"--data-path {data_path}: not a directory")
-    from gpudoctor.probes import interrupt
-    from gpudoctor.probes.torch_start import resolve_interpreter
-    from gpudoctor.probes.torch_start import start as start_torch_probe
+    from gpudoctor.pipeline.errors import Interrupted, PipelineError
+    from gpudoctor.pipeline.scan import ScanOptions, run_scan
 
-    if python is not None and resolve_interpreter(python) is None:
-        raise fail(f"--python {python}: no such interpreter (not found, or not an executable file)")
+    def status():
+        from rich.console import Console
 
-    interrupt.install()  # Ctrl-C from here on: children killed, partial report kept
-    start_torch_probe(python, torch_timeout)  # first: its torch import hides everything below
-    from gpudoctor.probes.registry import scan as do_scan
-    from gpudoctor.probes.runner import ProbeOptions, ScanInterrupted
-    from gpudoctor.rules import evaluate
+        return Console(stderr=True).status("probing (driver, GPUs, torch, host)...")
 
-    opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
+    from contextlib import nullcontext
+
+    opts = ScanOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout, confirm=not no_confirm,
+                       confirm_timeout_s=confirm_timeout)
     try:
-        if not json_out and sys.stderr.isatty():
-            from rich.console import Console
-
-            with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
-                snap = do_scan(opts)
-        else:
-            snap = do_scan(opts)
-    except ScanInterrupted as exc:
-        # Ctrl-C: children are already killed; keep and show what was found, exit 130.
-        sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
-        _emit_partial(exc.snapshot, json_out, save, verbose)
-    interrupt.uninstall()  # the confirmation runner handles Ctrl-C (KeyboardInterrupt) itself
-    if interrupt.STOP.is_set():  # Ctrl-C right after the probes: do not start the confirmation runs
-        sys.stderr.write("gpudoctor: interrupted; reporting the static checks\n")
-        _emit_partial(snap, json_out, save, verbose)
-    from gpudoctor.confirm.runner import for_scan
-    from gpudoctor.reports.progress import RunProgress
-
-    try:
-        with RunProgress() as progress:
-            snap.confirmation = for_scan(snap, run=not no_confirm, timeout_s=confirm_timeout, on_progress=progress)
-        if snap.confirmation is not None and snap.confirmation.runs and snap.topology is not None:
-            from gpudoctor.probes.topology import recheck_nvlink_errors
-
-            recheck_nvlink_errors(snap.topology)  # did the all-reduce make the NVLink error counters rise? (TOP006)
-    except KeyboardInterrupt:
-        # the runner kills its process groups on the way out; report the static checks
-        from gpudoctor.probes.subproc import kill_all
-
-        kill_all()
-        sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
-        _emit_partial(snap, json_out, save, verbose)
-    emit(evaluate(snap), json_out, save, verbose, fail_on)
+        report = run_scan(opts, status if not json_out and sys.stderr.isatty() else nullcontext)
+    except PipelineError as exc:
+        raise fail(str(exc))
+    except Interrupted as exc:
+        sys.stderr.write(f"gpudoctor: {exc}\n")
+        _emit_partial(exc.report, json_out, save, verbose)
+    emit(report, json_out, save, verbose, fail_on)
 
 
 class Model(str, enum.Enum):
@@ -206,45 +174,14 @@ class Scaling(str, enum.Enum):
 
 def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: float, keep_logs: bool,
                     **plan):
-    """Probe what the CNF rules need, run the confirmation run(s), evaluate only the CNF rules."""
-    from gpudoctor.confirm.runner import confirm
-    from gpudoctor.probes.cpu import probe_cpu
-    from gpudoctor.probes.env import probe_env
-    from gpudoctor.probes.host import probe_host
-    from gpudoctor.probes.nvml import probe_nvml
-    from gpudoctor.probes.registry import scan as do_scan
-    from gpudoctor.probes.runner import Probe, ProbeFailed, ProbeOptions
-    from gpudoctor.probes.torch_probe import choose_interpreter
-    from gpudoctor.reports.progress import RunProgress
-    from gpudoctor.rules import REGISTRY, evaluate
+    """The smoke / bench report (:func:`gpudoctor.pipeline.confirm.run_confirm`); a bad option is exit 2."""
+    from gpudoctor.pipeline.confirm import run_confirm
+    from gpudoctor.pipeline.errors import PipelineError
 
-    if nproc is not None and nproc < 1:
-        raise fail("--nproc must be at least 1")
     try:
-        interp = choose_interpreter(python)
-    except ProbeFailed as exc:
+        return run_confirm(cpu, python, nproc, timeout, keep_logs, **plan)
+    except PipelineError as exc:
         raise fail(str(exc))
-    from gpudoctor.probes.subproc import run_cmd
-
-    check = run_cmd([interp, "-c", "import sys; print('GPUDOCTOR_PY', sys.version_info[0])"], timeout=30)
-    if "GPUDOCTOR_PY 3" not in (check.stdout or ""):
-        raise fail(f"--python {interp}: not a Python 3 interpreter (`{interp} -c 'import sys'` did not answer)")
-    probes = [Probe("host", "host", probe_host), Probe("env", "env", probe_env), Probe("cpu", "cpu", probe_cpu),
-              Probe("nvml", "nvml", probe_nvml, timeout_s=lambda o: o.nvml_timeout_s + 5)]
-    snap = do_scan(ProbeOptions(python=interp), probes)
-    if not cpu and not (snap.nvml and snap.nvml.available and snap.nvml.gpus):
-        why = snap.nvml.error if snap.nvml and snap.nvml.error else "NVML sees no GPU"
-        raise fail(f"no NVIDIA GPU to run on ({why}); --cpu runs the same code with gloo on CPU")
-    try:
-        with RunProgress() as progress:
-            snap.confirmation = confirm(python=interp, cpu=cpu, nproc=nproc if nproc else (2 if cpu else 0),
-                                        timeout_s=timeout, on_progress=progress, keep_logs=keep_logs, **plan)
-    except ValueError as exc:
-        raise fail(str(exc))
-    if snap.confirmation.status == "error":
-        raise fail(f"the run could not start: {snap.confirmation.reason}")
-    snap.duration_s = snap.confirmation.seconds
-    return evaluate(snap, only=[rid for rid in REGISTRY if rid.startswith("CNF")])
 
 
 @app.command()
@@ -262,7 +199,7 @@ def smoke(
     scaling: Scaling = typer.Option(Scaling.weak, "--scaling",
                                     help="weak: per-GPU batch fixed; strong: global batch fixed."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
+    timeout: float = typer.Option(D.RUN_TIMEOUT_S, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
     python: str | None = typer.Option(None, "--python", help="Interpreter whose torch runs the step "
                                          "(default: as for the torch probe)."),
@@ -295,7 +232,7 @@ def bench_allreduce(
     iters: int | None = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
     warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
     no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
+    timeout: float = typer.Option(D.RUN_TIMEOUT_S, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
     python: str | None = typer.Option(None, "--python", help="Interpreter whose torch runs the benchmark."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
@@ -337,19 +274,16 @@ def check(
     A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
     naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
     """
-    from gpudoctor.parsers.offline import SKIPPED, build_snapshot
-    from gpudoctor.rules import evaluate
+    from gpudoctor.pipeline.check import run_check
 
-    snap, errors = build_snapshot(paths)
-    notes = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
-    errors = [e for e in errors if not e.startswith(SKIPPED)]
-    for msg in notes:
+    result = run_check(paths)
+    for msg in result.skipped:
         sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
-    if snap is None:
-        for msg in errors or ["no usable input"]:
+    if result.report is None:
+        for msg in result.errors or ["no usable input"]:
             sys.stderr.write(f"gpudoctor: error: {msg}\n")
         raise typer.Exit(EXIT_USAGE)
-    emit(evaluate(snap), json_out, save, verbose, fail_on, input_errors=errors)
+    emit(result.report, json_out, save, verbose, fail_on, input_errors=result.errors)
 
 
 @app.command()
@@ -377,20 +311,20 @@ def cluster(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
                                    "that makes rank 0's exit code 1."),
-    timeout: float = typer.Option(180.0, "--timeout", min=1, max=MAX_TIMEOUT_S,
+    timeout: float = typer.Option(D.CLUSTER_TIMEOUT_S, "--timeout", min=1, max=MAX_TIMEOUT_S,
                                   help="Seconds rank 0 waits for nodes to join and scan, "
                                   "and the limit of each collective and of the wait for results."),
     size_mib: float | None = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
                                              "(default 256 on GPUs, 4 with --cpu; rules/cluster.toml)."),
-    iters: int = typer.Option(20, "--iters", min=1, help="Timed all-reduces per test."),
-    warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed all-reduces before each test."),
+    iters: int = typer.Option(D.CLUSTER_ITERS, "--iters", min=1, help="Timed all-reduces per test."),
+    warmup: int = typer.Option(D.CLUSTER_WARMUP, "--warmup", min=0, help="Untimed all-reduces before each test."),
     rounds: int | None = typer.Option(None, "--rounds", min=0, help="Node-to-node rounds (default "
                                          "max(3, ceil(log2 N)), at most every pair; 0 = none)."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Scans and cross-node rules only; no collectives."),
     probes: str | None = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
                                          "(default all: torch,nvml,host,cpu,memory,storage,env)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
     expect_nodes: int | None = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
                                                "(torchrun --nnodes MIN:MAX: the rendezvous may start with fewer)."),
@@ -418,21 +352,16 @@ def cluster(
         raise fail(str(exc))
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
-    from gpudoctor.probes.registry import PROBES
+    from gpudoctor.cluster.agent import AgentError, Excluded, run, share_exit_code
+    from gpudoctor.cluster.options import build_options
+    from gpudoctor.pipeline.errors import PipelineError
 
-    wanted = None
-    if probes is not None:
-        wanted = [p.strip() for p in probes.split(",") if p.strip()]
-        unknown = sorted(set(wanted) - {p.name for p in PROBES})
-        if unknown:
-            raise fail(f"--probes: unknown probe(s) {', '.join(unknown)}; known: {', '.join(p.name for p in PROBES)}")
-    from gpudoctor.cluster.agent import AgentError, ClusterOptions, Excluded, run, share_exit_code
-    from gpudoctor.probes.runner import ProbeOptions
-
-    opts = ClusterOptions(cpu=cpu, timeout_s=timeout, size_bytes=int(size_mib * 2**20) if size_mib else None,
-                          iters=iters, warmup=warmup, rounds=rounds, confirm=not no_confirm, probes=wanted,
-                          probe_opts=ProbeOptions(data_path=data_path, torch_timeout_s=torch_timeout),
-                          expect_nodes=expect_nodes, expect_hosts=hosts, min_pair_busbw=min_pair_busbw)
+    try:
+        opts = build_options(probes, data_path, torch_timeout, size_mib, cpu=cpu, timeout_s=timeout, iters=iters,
+                             warmup=warmup, rounds=rounds, confirm=not no_confirm, expect_nodes=expect_nodes,
+                             expect_hosts=hosts, min_pair_busbw=min_pair_busbw)
+    except PipelineError as exc:
+        raise fail(str(exc))
     try:
         report, store = run(opts, launch)
     except Excluded as exc:
@@ -508,7 +437,7 @@ def cuda_version_check(
     python: str | None = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
 ):
     """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
@@ -537,27 +466,13 @@ def cuda_version_check(
         elif requirements:
             subjects = [vc.subject_from_pin(p) for p in pins_from_file(requirements)]
         else:
-            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
-            from gpudoctor.probes.torch_probe import probe_torch
+            from gpudoctor.pipeline.versions import installed_torch_subject
 
-            try:
-                tf = probe_torch(ProbeOptions(python=python, torch_timeout_s=torch_timeout))
-            except ProbeFailed as exc:
-                raise vc.InputError(f"cannot read the installed torch: {exc}")
-            subjects = [vc.subject_from_torch(tf)]
+            subjects = [installed_torch_subject(python, torch_timeout)]
         if targets is None:
-            from gpudoctor.probes.nvml import probe_nvml
-            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
+            from gpudoctor.pipeline.versions import local_targets
 
-            try:
-                nv = probe_nvml(ProbeOptions())
-            except ProbeFailed as exc:
-                nv = exc.partial
-            if nv is None or not nv.available:
-                why = (nv.error if nv is not None else None) or "NVML unavailable"
-                raise vc.InputError(f"no target given and no NVIDIA driver on this host ({why}); "
-                                    f"give --driver, --gpu, --cc or --fleet")
-            targets = vc.targets_from_nvml(nv)
+            targets = local_targets()
     except (vc.InputError, PinError) as exc:
         raise fail(str(exc))
     results = []
@@ -627,7 +542,7 @@ def main() -> None:
             raise
         sys.exit(EXIT_INTERNAL)
     except Exception as exc:
-        from gpudoctor.probes.runner import ScanInterrupted
+        from gpudoctor.pipeline.errors import ScanInterrupted
 
         if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
             sys.stderr.write("gpudoctor: interrupted\n")

@@ -37,11 +37,10 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from gpudoctor.cluster.launch import LaunchInfo
-from gpudoctor.probes.runner import ProbeOptions
+from gpudoctor.cluster.options import ClusterOptions
 from gpudoctor.reports.redact import scrub_model
 
 TEST_HANG = "GPUDOCTOR_TEST_HANG"
@@ -62,23 +61,6 @@ class Excluded(AgentError):
         self.store = store
 
 
-@dataclass
-class ClusterOptions:
-    """What `gpudoctor cluster` was asked to do (see the command's --help for each option)."""
-
-    cpu: bool = False
-    timeout_s: float = 180.0
-    size_bytes: int | None = None  # None: rules/cluster.toml [message] gpu_mib / cpu_mib
-    iters: int = 20
-    warmup: int = 5
-    rounds: int | None = None  # None: pairing.default_rounds
-    confirm: bool = True
-    probes: list[str] | None = None  # None: every probe of a scan
-    probe_opts: ProbeOptions = field(default_factory=ProbeOptions)
-    expect_nodes: int | None = None
-    expect_hosts: list[str] = field(default_factory=list)
-    min_pair_busbw: float | None = None
-    clock_samples: int = 8
 
 
 # --------------------------------------------------------------------------------------------- store
