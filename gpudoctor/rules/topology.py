@@ -188,6 +188,8 @@ def hop_below_capability(ctx):
         if T.gpu_count(topo, ctx.snap.nvml) == 0 and not topo.ib_ports:
             raise NotApplicable("no GPU or RDMA NIC on this host")
         raise NotAssessed("no PCIe link facts (sysfs unreadable, no lspci)")
+    if not any(d.link_width or d.link_speed_gts or d.downgraded for d in devs.values()):
+        raise NotAssessed(f"link width and speed unknown on all {len(devs)} PCIe device(s)")
     busy = _busy(ctx)
     gpu_hops = {h for p in topo.paths if p.label.startswith("GPU") for h in p.hops}
     idle_notes, seen = [], set()
@@ -388,6 +390,10 @@ def fabric_not_ready(ctx):
         raise NotAssessed("no fabric facts")
     if all(f.state == "not_supported" for f in topo.fabric):
         raise NotApplicable("no NVSwitch fabric (fabric state Not Supported: not an NVSwitch system, or a VM)")
+    unknown = [f"GPU {f.gpu}" for f in topo.fabric if f.state == "completed" and f.status is None
+               and f.health_summary is None and f.health_mask is None]
+    if unknown:
+        ctx.partial = "fabric registration status and health unknown on " + ", ".join(unknown)
     for f in topo.fabric:
         if f.state in ("not_started", "in_progress"):
             yield ctx.finding([f"GPU {f.gpu}: fabric state {f.state.replace('_', ' ')} -> CUDA init fails with 802"],
