@@ -43,11 +43,6 @@ def _note(status: str, what: str) -> list[str]:
     return [] if status == "verified" else [f"{what} is {status} in gpudoctor's tables"]
 
 
-def _fmt_cc(cc: str) -> str:
-    t = cc_tuple(cc)
-    return f"{t[0]}.{t[1]} (sm_{t[0]}{t[1]})" if t else str(cc)
-
-
 def mvc_caveat_text() -> str:
     lims = {r["id"]: r.get("short", r["text"]) for r in T.mvc_limitations()}
     return "; ".join(lims[k] for k in ("ptx-jit", "newer-driver-features") if k in lims)

@@ -46,7 +46,6 @@ from gpudoctor.confirm.plan import (
     parse_fault,
 )
 
-NCCL_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 EXACT_LIMIT = {"bfloat16": 256, "float16": 2048, "float32": 2 ** 24}  # largest integer each dtype holds exactly
 EPS = {"bfloat16": 2 ** -7, "float16": 2 ** -10, "float32": 2 ** -23}
 

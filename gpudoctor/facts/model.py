@@ -17,7 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "1.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+# 1.4: one NvLink model (GpuFacts.nvlinks and TopologyFacts.nvlinks: same fields); NvmlFacts.fabric_states removed
+#      (never read; TopologyFacts.fabric holds the fabric state). 1.3 reports load: extra keys are ignored.
 
 Unlimited = Literal["unlimited"]
 
@@ -94,12 +96,25 @@ class GpuProcess(_Model):
     kind: Literal["compute", "graphics"] = "compute"
 
 
-class NvLinkState(_Model):
+class NvLink(_Model):
+    """One NVLink of one GPU: from NVML (the worker) or `nvidia-smi nvlink -s`. In ``GpuFacts.nvlinks`` the GPU is
+    the parent (``gpu`` may be None); in ``TopologyFacts.nvlinks`` ``gpu`` names it."""
+
+    gpu: int | None = None
     link: int
     active: bool
     version: int | None = Field(None, description="NVML nvmlNvlinkVersion_t value, not the generation: 4 = NVLink "
                                    "3.0, 6 = 4.0, 7 = 5.0 (gpudoctor.facts.topology.nvlink_generation)")
     speed_gbps: float | None = Field(None, description="per-link speed in GB/s as `nvidia-smi nvlink -s` prints it")
+    remote_type: str | None = Field(None, description="gpu, switch, ibmnpu, unknown")
+    remote_bus_id: str | None = None
+    errors: dict[str, int] = Field(default_factory=dict, description="replay, recovery, crc_flit, crc_data counters")
+    errors_after: dict[str, int] | None = Field(
+        None, description="the same counters re-read after the confirmation runs loaded the links (None: not re-read)")
+
+
+#: the names of NvLink before schema 1.4 (one model since; kept so that older imports keep working)
+NvLinkState = NvLinkDetail = NvLink
 
 
 class GpuFacts(_Model):
@@ -141,7 +156,7 @@ class GpuFacts(_Model):
     remapped_rows_failure: bool | None = None
     processes: list[GpuProcess] = Field(default_factory=list)
     numa_node: int | None = Field(None, description="NVML NUMA node, else sysfs numa_node; None when neither knows (-1)")
-    nvlinks: list[NvLinkState] = Field(default_factory=list)
+    nvlinks: list[NvLink] = Field(default_factory=list)
     unsupported: list[str] = Field(default_factory=list, description="queries NVML answered 'Not Supported'")
     errors: dict[str, str] = Field(default_factory=dict, description="queries that failed, with NVML's message")
 
@@ -156,8 +171,6 @@ class NvmlFacts(_Model):
     gpu_count: int = 0
     gpus: list[GpuFacts] = Field(default_factory=list)
     kernel_module: str | None = Field(None, description="first line of /proc/driver/nvidia/version")
-    fabric_states: dict[int, str] = Field(default_factory=dict, description="GPU index -> NVSwitch fabric state "
-                                          "(nvidia-smi -q 'Fabric State': In Progress / Completed); N/A omitted")
 
 
 class TorchDevice(_Model):
@@ -284,18 +297,6 @@ class NvmlPair(_Model):
     errors: dict[str, str] = Field(default_factory=dict)
 
 
-class NvLinkDetail(_Model):
-    gpu: int
-    link: int
-    active: bool
-    version: int | None = Field(None, description="NVML nvmlNvlinkVersion_t value (6 = NVLink 4.0), as NvLinkState")
-    remote_type: str | None = Field(None, description="gpu, switch, ibmnpu, unknown")
-    remote_bus_id: str | None = None
-    errors: dict[str, int] = Field(default_factory=dict, description="replay, recovery, crc_flit, crc_data counters")
-    errors_after: dict[str, int] | None = Field(
-        None, description="the same counters re-read after the confirmation runs loaded the links (None: not re-read)")
-
-
 class FabricInfo(_Model):
     """NVML GPU fabric info (NVSwitch systems, Hopper and newer)."""
 
@@ -363,6 +364,13 @@ class TopoPair(_Model):
     p2p: dict[str, str] = Field(default_factory=dict)
     bandwidth_gbs: float | None = Field(None, description="line rate per direction of this class here, GB/s")
 
+    @property
+    def p2p_ok(self) -> bool | None:
+        """P2P possible (NVML read and write OK); None when NVML did not say."""
+        if not self.p2p:
+            return None
+        return self.p2p.get("read") == "OK" and self.p2p.get("write") == "OK"
+
 
 class TopologyFacts(_Model):
     source: str = ("nvidia-smi topo -m; NVML (isolated worker: common ancestor, P2P status, NVLink, fabric); "
@@ -371,7 +379,7 @@ class TopologyFacts(_Model):
     matrix: TopoMatrix | None = None
     matrix_error: str | None = Field(None, description="why the topo matrix is missing")
     nvml_pairs: list[NvmlPair] = Field(default_factory=list)
-    nvlinks: list[NvLinkDetail] = Field(default_factory=list)
+    nvlinks: list[NvLink] = Field(default_factory=list)
     fabric: list[FabricInfo] = Field(default_factory=list)
     pcie: list[PcieDevice] = Field(default_factory=list)
     paths: list[PciePath] = Field(default_factory=list)

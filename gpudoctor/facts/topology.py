@@ -12,7 +12,6 @@ Units: GB/s = 1e9 bytes/s per direction; ms.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from gpudoctor.compat import data
 from gpudoctor.facts.model import LinkClass, NvmlFacts, PcieDevice, TopologyFacts, TopoPair
@@ -178,35 +177,20 @@ def build_link_classes(topo: TopologyFacts | None, nvml: NvmlFacts | None) -> li
     return out
 
 
-@dataclass
-class PairView:
-    """One GPU pair as every source sees it."""
-
-    a: int
-    b: int
-    relation: str | None = None          # topo -m: NV12, PIX, ..., SYS
-    nvml_ancestor: str | None = None     # NVML common ancestor: PIX ... SYS
-    p2p: dict = field(default_factory=dict)  # NVML P2P status per capability
-
-    @property
-    def link_class(self) -> str | None:
-        if self.relation:
-            return link_class(self.relation)
-        if self.p2p.get("nvlink") == "OK":
-            return "NV"
-        return self.nvml_ancestor if self.nvml_ancestor not in (None, "X") else None
-
-    @property
-    def p2p_ok(self) -> bool | None:
-        """P2P possible (NVML read and write OK); None when NVML did not say."""
-        if not self.p2p:
-            return None
-        return self.p2p.get("read") == "OK" and self.p2p.get("write") == "OK"
+def pair_link_class(relation: str | None, nvml_ancestor: str | None, p2p: dict[str, str]) -> str | None:
+    """A pair's link class: topo -m's relation, else NVLink when NVML's P2P status says so, else NVML's common
+    ancestor (PIX ... SYS); None when no source says."""
+    if relation:
+        return link_class(relation)
+    if p2p.get("nvlink") == "OK":
+        return "NV"
+    return nvml_ancestor if nvml_ancestor not in (None, "X") else None
 
 
-def gpu_pairs(topo: TopologyFacts | None) -> list[PairView]:
-    """Every GPU pair from the topo matrix and/or NVML pairs (indices are GPU numbers)."""
-    out: dict[tuple[int, int], PairView] = {}
+def gpu_pairs(topo: TopologyFacts | None) -> list[TopoPair]:
+    """Every GPU pair from the topo matrix and/or NVML pairs (indices are GPU numbers), with its link class;
+    ``bandwidth_gbs`` is filled by :func:`finish`."""
+    out: dict[tuple[int, int], TopoPair] = {}
     if topo is None:
         return []
     m = topo.matrix
@@ -215,10 +199,12 @@ def gpu_pairs(topo: TopologyFacts | None) -> list[PairView]:
         for x, a in enumerate(gpus):
             for b in gpus[x + 1:]:
                 ia, ib = int(a[3:]), int(b[3:])
-                out[(ia, ib)] = PairView(ia, ib, relation=m.rel(a, b))
+                out[(ia, ib)] = TopoPair(a=ia, b=ib, relation=m.rel(a, b))
     for p in topo.nvml_pairs:
-        v = out.setdefault((p.a, p.b), PairView(p.a, p.b))
-        v.nvml_ancestor, v.p2p = p.common_ancestor, dict(p.p2p)
+        v = out.setdefault((p.a, p.b), TopoPair(a=p.a, b=p.b))
+        v.nvml_common_ancestor, v.p2p = p.common_ancestor, dict(p.p2p)
+    for v in out.values():
+        v.link_class = pair_link_class(v.relation, v.nvml_common_ancestor, v.p2p)
     return [out[k] for k in sorted(out)]
 
 
@@ -236,8 +222,8 @@ def finish(topo: TopologyFacts, nvml: NvmlFacts | None = None) -> TopologyFacts:
         b = bw.get(cls) if cls else None
         if cls == "NV" and p.relation and p.relation[2:].isdigit() and per_link:
             b = round(per_link * int(p.relation[2:]), 2)
-        pairs.append(TopoPair(a=p.a, b=p.b, relation=p.relation, link_class=cls, nvml_common_ancestor=p.nvml_ancestor,
-                              p2p=p.p2p, bandwidth_gbs=b))
+        p.bandwidth_gbs = b
+        pairs.append(p)
     topo.pairs = pairs
     return topo
 

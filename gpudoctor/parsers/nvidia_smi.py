@@ -280,24 +280,9 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
                                                "power readings/default power limit")))
 
 
-def _add_gpu(gpus: list, fabric: dict, i: int, g: GpuFacts, d: dict[str, str]) -> None:
-    """Append GPU ``g`` (index ``i``) and note its fabric state from ``d`` (-q text and XML parsers)."""
-    f = _fabric(d)
-    if f:
-        fabric[i] = f
-    gpus.append(g)
-
-
-def _finish_gpus(nv: NvmlFacts, gpus: list, fabric: dict) -> NvmlFacts:
-    if fabric:
-        nv.fabric_states = fabric
+def _finish_gpus(nv: NvmlFacts, gpus: list) -> NvmlFacts:
     nv.gpus = gpus
     return _finish(nv)
-
-
-def _fabric(d: dict[str, str]) -> str | None:
-    v = _get(d, "fabric/state")
-    return None if na(v) else v
 
 
 def parse_query(text: str) -> NvmlFacts:
@@ -318,7 +303,6 @@ def parse_query(text: str) -> NvmlFacts:
     if v and not na(v):
         nv.cuda_driver_version = v
     gpus = []
-    fabric = {}
     for i, (bus, d) in enumerate(blocks):
         g = GpuFacts(index=i)
         if bus:
@@ -327,8 +311,8 @@ def parse_query(text: str) -> NvmlFacts:
         procs = _q_processes(d)
         if procs is not None:
             g.processes = procs
-        _add_gpu(gpus, fabric, i, g, d)
-    return _finish_gpus(nv, gpus, fabric)
+        gpus.append(g)
+    return _finish_gpus(nv, gpus)
 
 
 def _q_processes(d: dict[str, str]) -> list[GpuProcess] | None:
@@ -388,7 +372,6 @@ XML_MAP = {  # XML element path (below <gpu>) -> the -q text path _fill_gpu read
     "power_readings/power_draw": "power readings/power draw",
     "power_readings/enforced_power_limit": "power readings/enforced power limit",
     "power_readings/default_power_limit": "power readings/default power limit",
-    "fabric/state": "fabric/state",
 }
 MAX_XML_CHARS = 16 * 1024 * 1024
 
@@ -418,7 +401,6 @@ def parse_xml(text: str) -> NvmlFacts:
     if v and not na(v):
         nv.cuda_driver_version = v.strip()
     gpus = []
-    fabric = {}
     for i, el in enumerate(root.findall("gpu")):
         d: dict[str, str] = {}
         for xpath, qpath in XML_MAP.items():
@@ -446,8 +428,8 @@ def parse_xml(text: str) -> NvmlFacts:
                                         used_memory_bytes=size_bytes(p.findtext("used_memory")),
                                         kind="graphics" if (p.findtext("type") or "").strip() == "G" else "compute"))
             g.processes = procs
-        _add_gpu(gpus, fabric, i, g, d)
-    return _finish_gpus(nv, gpus, fabric)
+        gpus.append(g)
+    return _finish_gpus(nv, gpus)
 
 
 # ------------------------------------------------------------------------------------ nvlink -s

@@ -636,8 +636,8 @@ def sources_disagree(ctx):
         if p.relation.startswith("NV"):
             if p.p2p.get("nvlink") not in (None, "OK"):
                 ev.append(f"GPU{p.a}-GPU{p.b}: topo {p.relation}, NVML NVLink P2P {p.p2p.get('nvlink')}")
-        elif p.nvml_ancestor and T.link_class_of(p.relation) != p.nvml_ancestor:
-            ev.append(f"GPU{p.a}-GPU{p.b}: topo {p.relation}, NVML common ancestor {p.nvml_ancestor}")
+        elif p.nvml_common_ancestor and T.link_class_of(p.relation) != p.nvml_common_ancestor:
+            ev.append(f"GPU{p.a}-GPU{p.b}: topo {p.relation}, NVML common ancestor {p.nvml_common_ancestor}")
     if ev:
         yield ctx.finding(ev[:10], subject="topology", data={"differences": ev})
 
