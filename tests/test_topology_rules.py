@@ -21,7 +21,7 @@ from gpudoctor.facts.topology import finish
 from gpudoctor.parsers.topology_text import topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.rules import evaluate
-from gpudoctor.rules.topology import _socket_if_match, multi_node
+from gpudoctor.rules.nccl_env import _socket_if_match, multi_node
 from tests.topology_helpers import build_tree, fake_runner, which_all
 
 FIX = Path(__file__).parent / "fixtures"

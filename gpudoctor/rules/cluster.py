@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from gpudoctor.compat import data
 from gpudoctor.facts.cluster import AllReduceResult, NodeEntry, PairwiseResult
 from gpudoctor.facts.findings import Finding, RuleOutcome
-from gpudoctor.compat import data
 from gpudoctor.rules.engine import REGISTRY, Ctx, NotApplicable, NotAssessed, RuleSpec, rule
 
 NCCL_ISSUE_IDENTICAL = "https://github.com/NVIDIA/nccl/issues/1277"  # NCCL maintainer: "ensure all nodes are exactly identical"

@@ -9,8 +9,8 @@ import re
 
 from gpudoctor.compat import check as C
 from gpudoctor.compat import tables as T
-from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.compat.versions import vtuple
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 FWD_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"

@@ -5,9 +5,9 @@ The runs themselves live in :mod:`gpudoctor.confirm`; these rules judge their fa
 """
 from __future__ import annotations
 
+from gpudoctor.compat import data
 from gpudoctor.facts.confirmation import TRANSPORT_SENTENCES, attribute_loss, fmt_size
 from gpudoctor.facts.topology import nvlink_generation
-from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 AREA = "Confirmation runs"

@@ -12,12 +12,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudoctor.facts.known import state_of
 from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Summary
+from gpudoctor.facts.known import state_of
 from gpudoctor.facts.model import Snapshot
-
-AREAS = ["Driver & NVML", "PyTorch", "Compatibility", "GPU health", "PCIe", "Topology", "Host", "NCCL & environment",
-         "Confirmation runs", "Logs & errors", "Cluster"]
+from gpudoctor.rules.families import AREAS  # noqa: E402,F401 (re-exported: the report's section order)
 
 
 class NotAssessed(Exception):

@@ -5,8 +5,8 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 """
 from __future__ import annotations
 
-from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.compat import data
+from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 AREA = "Logs & errors"
