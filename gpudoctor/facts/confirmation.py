@@ -7,8 +7,6 @@ from typing import Any
 from gpudoctor.facts.model import DdpResult
 from gpudoctor.facts.units import fmt_size  # noqa: F401 (re-exported for the rules and reports)
 
-
-
 #: NCCL_P2P_DISABLE / NCCL_SHM_DISABLE re-run outcome -> the transport blamed, and the sentence the report gives.
 #: NCCL uses P2P (NVLink or PCIe peer-to-peer) between GPUs that can reach each other, SHM (host shared memory)
 #: where P2P is not possible, and the network otherwise (NCCL user guide, env variables NCCL_P2P_DISABLE /

@@ -12,7 +12,6 @@ Units: GB/s = 1e9 bytes/s per direction; ms.
 """
 from __future__ import annotations
 
-
 from gpudoctor.compat import data
 from gpudoctor.facts.model import LinkClass, NvmlFacts, PcieDevice, TopologyFacts, TopoPair
 
