@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from gpudoctor.confirm.collectives import bandwidths, spread
 from gpudoctor.facts.confirmation import attribute_loss, transport_verdict  # noqa: F401 (re-exported)
