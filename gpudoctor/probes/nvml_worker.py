@@ -35,7 +35,6 @@ import os
 import sys
 
 
-
 def _load_clock_reasons():
     """gpudoctor/facts/clock_reasons.py (stdlib only), loaded by path: this script runs outside the package."""
     import importlib.util
