@@ -11,10 +11,22 @@ import sys
 
 import typer
 
+from gpudoctor.cli.output import (  # noqa: F401 (re-exported)
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    FailOn,
+    _emit_partial,
+    emit,
+    exit_code,
+    fail,
+    report_console,
+    run_app,
+    write_report,
+)
 from gpudoctor.pipeline import defaults as D
 from gpudoctor.pipeline.defaults import MAX_TIMEOUT_S
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
@@ -34,92 +46,6 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print gpudoctor's version and exit.")):
     """Is this GPU host fit for multi-GPU PyTorch training, and what must be fixed?"""
-
-
-class FailOn(str, enum.Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    """Print a one-line error to stderr and return the Exit to raise."""
-    sys.stderr.write(f"gpudoctor: error: {message}\n")
-    return typer.Exit(code)
-
-
-def report_console():
-    """The console reports go to: the terminal's width on a TTY; 120 columns (or $COLUMNS) when piped or
-    saved, so tables do not wrap at 80."""
-    from rich.console import Console
-
-    if sys.stdout.isatty():
-        return Console()
-    try:
-        width = int(os.environ.get("COLUMNS", "120"))
-    except ValueError:
-        width = 120
-    return Console(width=max(60, width))
-
-
-def write_report(report, json_out: bool, save: str | None, verbose: bool, renderer, on_save_error=None) -> None:
-    """Save (``--save``, atomically), then print the report as JSON or with ``renderer`` (a terminal
-    report function). An unwritable ``save`` path is a one-line error, exit 2 (after ``on_save_error``)."""
-    from gpudoctor.reports import jsonout
-
-    if save:
-        try:
-            jsonout.save(report, save)
-        except OSError as exc:
-            if on_save_error is not None:
-                on_save_error()
-            raise fail(f"cannot write {save}: {exc.strerror or exc}")
-    if json_out:
-        sys.stdout.write(jsonout.to_json(report) + "\n")
-    else:
-        renderer(report, report_console(), verbose=verbose)
-        if save:
-            from rich.console import Console
-
-            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
-
-
-def exit_code(report_or_findings, fail_on: FailOn) -> int:
-    """1 when any finding (of a Report, or a list of findings) is at or above ``fail_on``, else 0."""
-    from gpudoctor.facts.findings import SEVERITY_ORDER
-
-    findings = getattr(report_or_findings, "findings", report_or_findings)
-    if fail_on == FailOn.never:
-        return EXIT_OK
-    bar = SEVERITY_ORDER[fail_on.value]
-    return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
-
-
-def emit(report, json_out: bool, save: str | None, verbose: bool, fail_on: FailOn,
-         input_errors: list[str] | None = None) -> None:
-    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
-
-    Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
-    from gpudoctor.reports.redact import scrub_model
-
-    report = scrub_model(report)
-
-    from gpudoctor.reports.terminal import render
-
-    write_report(report, json_out, save, verbose, render)
-    for msg in input_errors or []:
-        sys.stderr.write(f"gpudoctor: error: {msg}\n")
-    raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
-
-
-def _emit_partial(report, json_out: bool, save: str | None, verbose: bool) -> None:
-    """Report what an interrupted scan found (saved too with --save) and exit 130."""
-    try:
-        emit(report, json_out, save, verbose, FailOn.never)
-    except typer.Exit:
-        pass
-    raise typer.Exit(130)
 
 
 @app.command()
@@ -415,141 +341,9 @@ def list_rules():
         sys.stdout.write(f"{spec.id:8} {spec.severity:8} {spec.area:20} {spec.title}\n")
 
 
-class CheckFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    github = "github"
-
-
-@app.command("cuda-version-check")
-def cuda_version_check(
-    torch: list[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
-                                    "PyPI wheel, with that release's default CUDA). Repeatable."),
-    requirements: str | None = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
-                                               "requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock."),
-    driver: str | None = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
-    gpu: list[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
-    cc: list[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
-    fleet: str | None = typer.Option(None, "--fleet",
-                                        help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
-    fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter whose installed torch to check "
-                                         "(default: this one if it has torch, else python3 on PATH)."),
-    strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
-    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
-                                        help="Seconds allowed for the torch probe."),
-):
-    """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
-
-    Exit codes: 0 every target passes, 1 any fails, 2 bad input (unknown GPU, unparseable pin, missing file).
-    """
-    from gpudoctor.compat import versioncheck as vc
-    from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file
-
-    try:
-        if fleet and (driver or gpu or cc):
-            raise vc.InputError("--fleet cannot be combined with --driver / --gpu / --cc")
-        if torch and requirements:
-            raise vc.InputError("give --torch or --requirements, not both")
-        if fleet:
-            targets = vc.load_fleet(fleet)
-        elif gpu or cc:
-            targets = [vc.target_from("", driver, gpu=g, where="--") for g in gpu] + \
-                      [vc.target_from("", driver, cc=c, where="--") for c in cc]
-        elif driver:
-            targets = [vc.target_from("", driver, where="--")]
-        else:
-            targets = None
-        if torch:
-            subjects = [vc.subject_from_pin(parse_pin(t)) for t in torch]
-        elif requirements:
-            subjects = [vc.subject_from_pin(p) for p in pins_from_file(requirements)]
-        else:
-            from gpudoctor.pipeline.versions import installed_torch_subject
-
-            subjects = [installed_torch_subject(python, torch_timeout)]
-        if targets is None:
-            from gpudoctor.pipeline.versions import local_targets
-
-            targets = local_targets()
-    except (vc.InputError, PinError) as exc:
-        raise fail(str(exc))
-    results = []
-    for s in subjects:
-        results += [vc.check(s, t, strict=strict) for t in targets]
-        comp = vc.check_companions(s, strict=strict)
-        if comp is not None:
-            results.append(comp)
-    sys.stdout.write(vc.RENDERERS[fmt.value](results) + "\n")
-    raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results) else EXIT_OK)
-
-
-def _flush_stdout() -> None:
-    """Flush stdout now, so a reader that went away (`| head`) is a quiet SIGPIPE-style exit, not a shutdown error."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        os._exit(141)
-
-
 def main() -> None:
     """Console entry point: run the app; turn any unexpected exception into one line and exit 3."""
-    try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
-        from typer._click import exceptions as cx
-    except ImportError:  # pragma: no cover
-        from click import exceptions as cx
+    run_app(app)
 
-    try:
-        rv = app(standalone_mode=False)
-        # --help prints and returns; typer.Exit(code) returns its code in non-standalone mode
-        _flush_stdout()
-        sys.exit(rv if isinstance(rv, int) else 0)
-    except SystemExit:
-        _flush_stdout()
-        raise
-    except cx.UsageError as exc:
-        # one line, not click's usage block: "gpudoctor scan: No such option: --frob"
-        cmd = f" {exc.ctx.info_name}" if exc.ctx is not None and exc.ctx.parent is not None else ""
-        sys.stderr.write(f"gpudoctor{cmd}: error: {exc.format_message()} (see `gpudoctor{cmd} --help`)\n")
-        sys.exit(EXIT_USAGE)
-    except (getattr(cx, "Abort", typer.Abort), typer.Abort):
-        sys.stderr.write("gpudoctor: interrupted\n")
-        sys.exit(130)
-    except cx.ClickException as exc:
-        sys.stderr.write(f"gpudoctor: error: {exc.format_message()}\n")
-        sys.exit(EXIT_USAGE)
-    except KeyboardInterrupt:
-        sys.stderr.write("gpudoctor: interrupted\n")
-        sys.exit(130)
-    except BrokenPipeError:
-        # `gpudoctor ... | head`: the reader went away; exit like a process killed by SIGPIPE, quietly
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        os._exit(141)
-    except OSError as exc:
-        if getattr(exc, "filename", None) is None and exc.errno is not None:  # writing stdout failed (disk full, ...)
-            sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror}\n")
-            sys.exit(EXIT_USAGE)
-        sys.stderr.write(f"gpudoctor: internal error: OSError: {exc} (set GPUDOCTOR_DEBUG=1 for the traceback)\n")
-        if os.environ.get("GPUDOCTOR_DEBUG"):
-            raise
-        sys.exit(EXIT_INTERNAL)
-    except Exception as exc:
-        from gpudoctor.pipeline.errors import ScanInterrupted
 
-        if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
-            sys.stderr.write("gpudoctor: interrupted\n")
-            sys.exit(130)
-        # a gpudoctor bug: one line, never a traceback for users
-        sys.stderr.write(f"gpudoctor: internal error: {type(exc).__name__}: {exc} "
-                         f"(set GPUDOCTOR_DEBUG=1 for the traceback)\n")
-        if os.environ.get("GPUDOCTOR_DEBUG"):
-            raise
-        sys.exit(EXIT_INTERNAL)
+from gpudoctor.cli import compat_cmd  # noqa: E402,F401  (registers cuda-version-check on app)
