@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.parsers.offline import load_path
 from gpudoctor.facts.model import (
     EnvFacts,
     FabricInfo,
@@ -18,6 +17,7 @@ from gpudoctor.facts.model import (
     Snapshot,
 )
 from gpudoctor.facts.topology import finish
+from gpudoctor.parsers.offline import load_path
 from gpudoctor.parsers.topology_text import topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.rules import evaluate

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpudoctor.facts.env import collect_env
 from gpudoctor.facts.model import CpuFacts, EnvFacts, GpuFacts, HostFacts, NvmlFacts, TorchFacts
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean, na, to_bool
-from gpudoctor.facts.env import collect_env
 
 SOURCE = "collect_env"
 _KV = re.compile(r"^([A-Za-z][A-Za-z0-9 _()/.+-]{1,60}?)\s*:\s?(.*)$")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
+from gpudoctor.facts.env import collect_env
 from gpudoctor.facts.model import EnvFacts
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean
-from gpudoctor.facts.env import collect_env
 
 _VAR = re.compile(r"^(?:export\s+|declare -x\s+|setenv\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.compat import tables as T
 from gpudoctor.compat import data
+from gpudoctor.compat import tables as T
 from gpudoctor.compat.versions import cc_tuple, vtuple
 
 ROOT = Path(__file__).resolve().parents[2]
