@@ -80,7 +80,7 @@ def scan(
     try:
         report = run_scan(opts, status if not json_out and sys.stderr.isatty() else nullcontext)
     except PipelineError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     except Interrupted as exc:
         sys.stderr.write(f"gpudoctor: {exc}\n")
         _emit_partial(exc.report, json_out, save, verbose)
@@ -107,7 +107,7 @@ def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: f
     try:
         return run_confirm(cpu, python, nproc, timeout, keep_logs, **plan)
     except PipelineError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -174,7 +174,7 @@ def bench_allreduce(
         size_list = [parse_size(x) for x in sizes.split(",") if x.strip()] if sizes is not None else None
         dtype_list = [normalize_dtype(x) for x in dtypes.split(",") if x.strip()]
     except ValueError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     if size_list == []:
         raise fail("--sizes is empty")
     if not dtype_list:
@@ -275,7 +275,7 @@ def cluster(
         launch = detect()
         hosts = expand_hostlist(expect_hosts) if expect_hosts else []
     except LaunchError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
     from gpudoctor.cluster.agent import AgentError, Excluded, run, share_exit_code
@@ -287,15 +287,15 @@ def cluster(
                              warmup=warmup, rounds=rounds, confirm=not no_confirm, expect_nodes=expect_nodes,
                              expect_hosts=hosts, min_pair_busbw=min_pair_busbw)
     except PipelineError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     try:
         report, store = run(opts, launch)
     except Excluded as exc:
         sys.stderr.write(f"gpudoctor: rank {launch.rank}: {exc}\n")
         code = share_exit_code(exc.store, launch, None, 0, 60.0)
-        raise typer.Exit(EXIT_FINDINGS if code is None else code)
+        raise typer.Exit(EXIT_FINDINGS if code is None else code) from None
     except AgentError as exc:
-        raise fail(f"rank {launch.rank}: {exc}")
+        raise fail(f"rank {launch.rank}: {exc}") from None
     if report is None:  # not rank 0: rank 0 prints the one report; exit with its code (see share_exit_code)
         code = share_exit_code(store, launch, None, 0, timeout * 2 + 60)
         raise typer.Exit(EXIT_OK if code is None else code)

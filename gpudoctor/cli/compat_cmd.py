@@ -71,7 +71,7 @@ def cuda_version_check(
 
             targets = local_targets()
     except (vc.InputError, PinError) as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     results = []
     for s in subjects:
         results += [vc.check(s, t, strict=strict) for t in targets]

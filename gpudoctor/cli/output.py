@@ -48,7 +48,7 @@ def write_report(report, json_out: bool, save: str | None, verbose: bool, render
         except OSError as exc:
             if on_save_error is not None:
                 on_save_error()
-            raise fail(f"cannot write {save}: {exc.strerror or exc}")
+            raise fail(f"cannot write {save}: {exc.strerror or exc}") from None
     if json_out:
         sys.stdout.write(jsonout.to_json(report) + "\n")
     else:

@@ -151,7 +151,7 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
         try:
             store.wait(["plan"], _dt.timedelta(seconds=opts.timeout_s * 2 + 30))
         except Exception:
-            raise AgentError(f"rank 0 posted no plan within {opts.timeout_s * 2 + 30:g} s (is rank 0 alive?)")
+            raise AgentError(f"rank 0 posted no plan within {opts.timeout_s * 2 + 30:g} s (is rank 0 alive?)") from None
         plan = _get(store, "plan")
         if rank not in plan["members"]:
             raise Excluded(f"rank {rank} was left out by rank 0 (it reported too late); rank 0's report names it",

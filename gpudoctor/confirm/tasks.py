@@ -118,9 +118,13 @@ def task_copy(torch, dist, rank: int, n: int, cfg: dict, state: State, fault) ->
             m.sync()
             h2d, d2h = [], []
             for _ in range(cfg["iters"]):
-                a = m.mark(); dev.copy_(host, non_blocking=True); b = m.mark()
-                host.copy_(dev, non_blocking=True); c = m.mark()
-                h2d.append((a, b)); d2h.append((b, c))
+                a = m.mark()
+                dev.copy_(host, non_blocking=True)
+                b = m.mark()
+                host.copy_(dev, non_blocking=True)
+                c = m.mark()
+                h2d.append((a, b))
+                d2h.append((b, c))
             m.sync()
             out = {"size_bytes": size, "h2d_s": [m.seconds(a, b) for a, b in h2d],
                    "d2h_s": [m.seconds(a, b) for a, b in d2h]}

@@ -116,7 +116,7 @@ def parse_query_csv(text: str) -> NvmlFacts:
         if g is None:
             idx = to_int(cells[keys.index("index")]) if "index" in keys else None
             g = by_key[ident] = GpuFacts(index=idx if idx is not None else len(by_key))
-        for k, v in zip(keys, cells):
+        for k, v in zip(keys, cells, strict=False):
             if k == "driver_version" and not na(v):
                 driver = v
             elif k in _CSV_FIELDS:
@@ -163,7 +163,7 @@ def parse_compute_apps_csv(text: str) -> list[tuple[str | None, str | None, GpuP
                                "--query-compute-apps (e.g. 'pid, process_name, used_gpu_memory [MiB]')")
     out = []
     for cells in rows:
-        row = dict(zip(keys, cells))
+        row = dict(zip(keys, cells, strict=False))
         pid = to_int(row.get("pid"))
         if pid is None:
             continue

@@ -117,7 +117,7 @@ def _affinity(values: list[str], columns: list[str], label: str, warnings: list[
     if len(values) != len(columns):
         warnings.append(f"{label}: {len(values)} values for {len(columns)} affinity columns; affinity not read")
         return out
-    for col, val in zip(columns, values):
+    for col, val in zip(columns, values, strict=False):
         v = None if val.upper() in ("N/A", "[N/A]") else val
         if v is not None:
             pat = _CPU_LIST if col == "CPU Affinity" else _NUMA

@@ -75,32 +75,32 @@ def topology(pynvml, count):
     """GPU pairs (common ancestor, P2P status) and NVLink details."""
     handles = {}
     for i in range(count):
-        emit({"t": "step", "name": "gpu%d.nvmlDeviceGetHandleByIndex" % i})
+        emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetHandleByIndex"})
         try:
             handles[i] = pynvml.nvmlDeviceGetHandleByIndex(i)
             emit({"t": "gpu", "i": i, "k": "pci_bus_id", "v": _dec(pynvml.nvmlDeviceGetPciInfo(handles[i]).busId)})
         except Exception as exc:
-            emit({"t": "err", "i": i, "k": "handle", "v": "%s %s" % (type(exc).__name__, exc)})
+            emit({"t": "err", "i": i, "k": "handle", "v": f"{type(exc).__name__} {exc}"})
     idx = sorted(handles)
     for x, a in enumerate(idx):
         for b in idx[x + 1:]:
-            emit({"t": "step", "name": "pair%d-%d.nvmlDeviceGetTopologyCommonAncestor" % (a, b)})
+            emit({"t": "step", "name": f"pair{a}-{b}.nvmlDeviceGetTopologyCommonAncestor"})
             try:
                 v = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b]))
                 emit({"t": "pair", "a": a, "b": b, "k": "common_ancestor", "v": v})
             except Exception as exc:
-                emit({"t": "pair_err", "a": a, "b": b, "k": "common_ancestor", "v": "%s %s" % (type(exc).__name__, exc)})
+                emit({"t": "pair_err", "a": a, "b": b, "k": "common_ancestor", "v": f"{type(exc).__name__} {exc}"})
             for name, cap in P2P_CAPS:
-                emit({"t": "step", "name": "pair%d-%d.nvmlDeviceGetP2PStatus(%s)" % (a, b, name)})
+                emit({"t": "step", "name": f"pair{a}-{b}.nvmlDeviceGetP2PStatus({name})"})
                 try:
                     v = int(pynvml.nvmlDeviceGetP2PStatus(handles[a], handles[b], cap))
                     emit({"t": "pair", "a": a, "b": b, "k": "p2p_" + name, "v": v})
                 except Exception as exc:
-                    emit({"t": "pair_err", "a": a, "b": b, "k": "p2p_" + name, "v": "%s %s" % (type(exc).__name__, exc)})
+                    emit({"t": "pair_err", "a": a, "b": b, "k": "p2p_" + name, "v": f"{type(exc).__name__} {exc}"})
     for i in idx:
         h = handles[i]
         for link in range(NVLINK_MAX_LINKS):
-            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkState(%d)" % (i, link)})
+            emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetNvLinkState({link})"})
             try:
                 state = pynvml.nvmlDeviceGetNvLinkState(h, link)
             except Exception:
@@ -112,7 +112,7 @@ def topology(pynvml, count):
                 f = getattr(pynvml, fn, None)
                 if f is None:
                     continue
-                emit({"t": "step", "name": "gpu%d.%s(%d)" % (i, fn, link)})
+                emit({"t": "step", "name": f"gpu{i}.{fn}({link})"})
                 try:
                     v = f(h, link, *args)
                     v = _dec(v.busId) if key == "remote_bus_id" else NVLINK_REMOTE.get(int(v), str(v)) \
@@ -123,7 +123,7 @@ def topology(pynvml, count):
             if not state:
                 continue
             for key, counter in NVLINK_ERRORS:
-                emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkErrorCounter(%d,%s)" % (i, link, key)})
+                emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetNvLinkErrorCounter({link},{key})"})
                 try:
                     v = int(pynvml.nvmlDeviceGetNvLinkErrorCounter(h, link, counter))
                     emit({"t": "nvlink", "i": i, "link": link, "k": "err_" + key, "v": v})
@@ -153,18 +153,18 @@ def fabric(pynvml, count):
     import ctypes
     mismatch = getattr(pynvml, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH", 25)
     for i in range(count):
-        emit({"t": "step", "name": "gpu%d.nvmlDeviceGetHandleByIndex" % i})
+        emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetHandleByIndex"})
         try:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
         except Exception as exc:
-            emit({"t": "err", "i": i, "k": "handle", "v": "%s %s" % (type(exc).__name__, exc)})
+            emit({"t": "err", "i": i, "k": "handle", "v": f"{type(exc).__name__} {exc}"})
             continue
         info, used = None, None
         candidates = list(_fabric_struct(pynvml, ctypes)) if hasattr(pynvml, "nvmlDeviceGetGpuFabricInfoV") else []
         for ver, cls, word in candidates:
             st = cls()
             st.version = word
-            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetGpuFabricInfoV(v%d)" % (i, ver)})
+            emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetGpuFabricInfoV(v{ver})"})
             try:
                 pynvml.nvmlDeviceGetGpuFabricInfoV(h, ctypes.byref(st))
                 info, used = st, ver
@@ -175,16 +175,16 @@ def fabric(pynvml, count):
                 if getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3):
                     emit({"t": "unsupported", "i": i, "k": "fabric"})
                 else:
-                    emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                    emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
                 break
             except Exception as exc:
-                emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
                 break
         else:
             cls = getattr(pynvml, "c_nvmlGpuFabricInfo_t", None)
             if cls is not None and hasattr(pynvml, "nvmlDeviceGetGpuFabricInfo"):
                 st = cls()  # v1: no version word (R525-R535 drivers)
-                emit({"t": "step", "name": "gpu%d.nvmlDeviceGetGpuFabricInfo(v1)" % i})
+                emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetGpuFabricInfo(v1)"})
                 try:
                     pynvml.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(st))
                     info, used = st, 1
@@ -192,9 +192,9 @@ def fabric(pynvml, count):
                     if getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3):
                         emit({"t": "unsupported", "i": i, "k": "fabric"})
                     else:
-                        emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                        emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
                 except Exception as exc:
-                    emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                    emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
         if info is None:
             continue
         out = {"struct_version": used, "state": int(info.state), "status": int(info.status),
@@ -218,28 +218,28 @@ def main():
     try:
         import pynvml
     except Exception as exc:
-        emit({"t": "fail", "error": "nvidia-ml-py (pynvml) is not importable: %s" % exc})
+        emit({"t": "fail", "error": f"nvidia-ml-py (pynvml) is not importable: {exc}"})
         return
     emit({"t": "step", "name": "nvmlInit"})
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        emit({"t": "fail", "error": "%s: %s" % (type(exc).__name__, exc)})
+        emit({"t": "fail", "error": f"{type(exc).__name__}: {exc}"})
         return
     NVMLError = pynvml.NVMLError
     not_supported = getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3)
 
     def call(i, key, fn, *args):
-        emit({"t": "step", "name": "gpu%s.%s" % (i, getattr(fn, "__name__", key))})
+        emit({"t": "step", "name": "gpu{}.{}".format(i, getattr(fn, "__name__", key))})
         try:
             return True, fn(*args)
         except NVMLError as exc:
             if getattr(exc, "value", None) == not_supported:
                 emit({"t": "unsupported", "i": i, "k": key})
             else:
-                emit({"t": "err", "i": i, "k": key, "v": "%s %s" % (type(exc).__name__, exc)})
+                emit({"t": "err", "i": i, "k": key, "v": f"{type(exc).__name__} {exc}"})
         except Exception as exc:  # bindings older/newer than the driver
-            emit({"t": "err", "i": i, "k": key, "v": "%s %s" % (type(exc).__name__, exc)})
+            emit({"t": "err", "i": i, "k": key, "v": f"{type(exc).__name__} {exc}"})
         return False, None
 
     def put(i, key, value):
@@ -260,7 +260,7 @@ def main():
         ok, val = call("sys", key, getattr(pynvml, fn, None) or pynvml.nvmlSystemGetCudaDriverVersion)
         if ok:
             if key == "cuda_driver_version":
-                val = "%d.%d" % (val // 1000, (val % 1000) // 10)
+                val = f"{val // 1000}.{(val % 1000) // 10}"
             emit({"t": "sys", "k": key, "v": _dec(val)})
     ok, count = call("sys", "gpu_count", pynvml.nvmlDeviceGetCount)
     emit({"t": "sys", "k": "gpu_count", "v": count if ok else 0})
@@ -278,7 +278,7 @@ def main():
             put(i, "pci_bus_id", _dec(v.busId))
         ok, v = call(i, "compute_capability", pynvml.nvmlDeviceGetCudaComputeCapability, h)
         if ok:
-            put(i, "compute_capability", "%d.%d" % tuple(v))
+            put(i, "compute_capability", f"{v[0]}.{v[1]}")
         ok, v = call(i, "memory", pynvml.nvmlDeviceGetMemoryInfo, h)
         if ok:
             put(i, "memory_total_bytes", int(v.total))
@@ -354,7 +354,7 @@ def main():
                 mem = getattr(p, "usedGpuMemory", None)
                 name = None
                 try:
-                    with open("/proc/%d/comm" % p.pid) as fh:
+                    with open(f"/proc/{p.pid}/comm") as fh:
                         name = fh.read().strip()
                 except OSError:
                     pass
@@ -367,7 +367,7 @@ def main():
                 put(i, "numa_node", int(v))
         links = []
         for link in range(NVLINK_MAX_LINKS):
-            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkState(%d)" % (i, link)})
+            emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetNvLinkState({link})"})
             try:
                 state = pynvml.nvmlDeviceGetNvLinkState(h, link)
             except Exception:

@@ -129,7 +129,7 @@ def nvlink_health(ctx):
     if not detail and not ctx.known("nvml.gpus", "nvlinks"):
         # GPUs known from text that says nothing about NVLink (nvidia-smi -L, --query-gpu CSV): unknown, not "0 links"
         raise NotAssessed("the NVLink state is not in the inputs (`nvidia-smi nvlink -s` or a saved report gives it)")
-    for g, exp in zip(gpus, expectations):
+    for g, exp in zip(gpus, expectations, strict=False):
         links = detail.get(g.index) or g.nvlinks
         active = [x.link for x in links if x.active]
         down = [x.link for x in links if not x.active]
