@@ -35,18 +35,20 @@ import os
 import sys
 
 
-def _load_clock_reasons():
-    """gpudoctor/facts/clock_reasons.py (stdlib only), loaded by path: this script runs outside the package."""
+def _load_facts_module(name):
+    """gpudoctor/facts/<name>.py (stdlib only), loaded by path: this script runs outside the package."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "facts", "clock_reasons.py")
-    spec = importlib.util.spec_from_file_location("_gpudoctor_clock_reasons", path)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "facts", name + ".py")
+    spec = importlib.util.spec_from_file_location("_gpudoctor_" + name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # TypedDict / dataclass resolution needs the module registered
     spec.loader.exec_module(mod)
     return mod
 
 
-_CLOCK_REASONS = _load_clock_reasons()
+_CLOCK_REASONS = _load_facts_module("clock_reasons")
+_PROTOCOL = _load_facts_module("protocol")
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 NVLINK_MAX_LINKS = 18
 
@@ -243,7 +245,7 @@ def main():
         return False, None
 
     def put(i, key, value):
-        emit({"t": "gpu", "i": i, "k": key, "v": value})
+        emit({"t": "gpu", "i": i, "k": _PROTOCOL.check_gpu_key(key), "v": value})
 
     if mode in ("topology", "fabric"):
         ok, count = call("sys", "gpu_count", pynvml.nvmlDeviceGetCount)
