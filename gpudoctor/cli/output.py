@@ -96,16 +96,21 @@ def _emit_partial(report, json_out: bool, save: str | None, verbose: bool) -> No
     raise typer.Exit(130)
 
 
+def _sigpipe_exit() -> None:
+    """Exit like a process killed by SIGPIPE (141), quietly: stdout's reader went away."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+    os._exit(141)
+
+
 def _flush_stdout() -> None:
     """Flush stdout now, so a reader that went away (`| head`) is a quiet SIGPIPE-style exit, not a shutdown error."""
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        os._exit(141)
+        _sigpipe_exit()
 
 
 def run_app(app) -> None:
@@ -138,12 +143,7 @@ def run_app(app) -> None:
         sys.stderr.write("gpudoctor: interrupted\n")
         sys.exit(130)
     except BrokenPipeError:
-        # `gpudoctor ... | head`: the reader went away; exit like a process killed by SIGPIPE, quietly
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        os._exit(141)
+        _sigpipe_exit()  # `gpudoctor ... | head`: the reader went away
     except OSError as exc:
         if getattr(exc, "filename", None) is None and exc.errno is not None:  # writing stdout failed (disk full, ...)
             sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror}\n")

@@ -137,19 +137,9 @@ def ib_signature(n: NodeEntry) -> tuple[str, ...] | None:
 def links_differ(ctx):
     """Compares each node's GPU PCIe links (max generation, trained width, per NVML) and, when the snapshot has a
     topology section, its IB port rates, with the majority of nodes."""
-    out = []
-    assessed = 0
-    for what, get in (("GPU PCIe links", pcie_signature), ("IB ports", ib_signature)):
-        try:
-            f = differ(ctx, what, get, show=lambda v: counted(v))
-        except NotAssessed:
-            continue
-        assessed += 1
-        if f:
-            out.append(f)
-    if not assessed:
-        raise NotApplicable("no link facts (no GPUs, no IB ports) on two or more nodes")
-    return out
+    return _differ_all(ctx, (("GPU PCIe links", pcie_signature), ("IB ports", ib_signature)),
+                       "no link facts (no GPUs, no IB ports) on two or more nodes", show=counted,
+                       when_none=NotApplicable)
 
 
 NCCL_PREFIXES = ("NCCL_", "TORCH_NCCL_")

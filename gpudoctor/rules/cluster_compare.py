@@ -82,21 +82,22 @@ def differ(ctx: ClusterCtx, what: str, get: Callable[[NodeEntry], Any], show: Ca
                              "values": {label: show(v) for label, v in values.items()}})
 
 
-def _differ_all(ctx, checks, none_reason: str) -> list:
+def _differ_all(ctx, checks, none_reason: str, show: Callable[[Any], str] | None = None,
+                when_none: type[Exception] = NotAssessed) -> list:
     """Run :func:`differ` for each (what, value-of-node) pair; the findings of those that differ.
 
-    Raises NotAssessed(``none_reason``) when no check could be assessed."""
+    Raises ``when_none(none_reason)`` (default NotAssessed) when no check could be assessed."""
     out, assessed = [], 0
     for what, value in checks:
         try:
-            f = differ(ctx, what, value)
+            f = differ(ctx, what, value, show=show) if show is not None else differ(ctx, what, value)
         except NotAssessed:
             continue
         assessed += 1
         if f:
             out.append(f)
     if not assessed:
-        raise NotAssessed(none_reason)
+        raise when_none(none_reason)
     return out
 
 
