@@ -219,8 +219,9 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
     res["ddp"] = {"step_s": clock.stop() / STEPS, "loss": float(loss.item())}
     if paired:
         # Same process, same DDP model, same GPU state: per setting, alternate the plain timed window with
-        # gpudoctor's own step loop (gpudoctor.confirm.worker._train_steps, its window_step_s).
-        from gpudoctor.confirm.worker import Marks, _train_steps
+        # gpudoctor's own step loop (gpudoctor.confirm.ddp_task._train_steps, its window_step_s).
+        from gpudoctor.confirm.ddp_task import _train_steps
+        from gpudoctor.confirm.tasks import Marks
 
         marks = Marks(torch, not cpu)
 
