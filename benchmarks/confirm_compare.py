@@ -219,8 +219,9 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
     res["ddp"] = {"step_s": clock.stop() / STEPS, "loss": float(loss.item())}
     if paired:
         # Same process, same DDP model, same GPU state: per setting, alternate the plain timed window with
-        # gpudoctor's own step loop (gpudoctor.confirm.worker._train_steps, its window_step_s).
-        from gpudoctor.confirm.worker import Marks, _train_steps
+        # gpudoctor's own step loop (gpudoctor.confirm.ddp_task._train_steps, its window_step_s).
+        from gpudoctor.confirm.ddp_task import _train_steps
+        from gpudoctor.confirm.tasks import Marks
 
         marks = Marks(torch, not cpu)
 
@@ -339,7 +340,7 @@ def main() -> int:
               f"{p['time_s'] * 1e3:>12.3f}{ratio:>8.3f}{(a.busbw_gbs or 0):>12.1f}")
     ar_paired = []
     for p in plain_runs[-1].get("allreduce_paired") or []:
-        ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"]) if q > 0]
+        ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"], strict=False) if q > 0]
         if not ratios:
             continue
         med, lo, hi = bootstrap_median_ci(ratios)
@@ -348,7 +349,7 @@ def main() -> int:
               f"{statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain {statistics.median(p['plain_s']) * 1e3:.3f} ms,"
               f" per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]")
     for p in plain_runs[-1].get("kernel_paired") or []:
-        ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"]) if q > 0]
+        ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"], strict=False) if q > 0]
         med, lo, hi = bootstrap_median_ci(ratios)
         p.update(ratio_median=med, ratio_ci95=[lo, hi])
         print(f"  harness check, device-bound kernel t.mul_(1) ({len(ratios)} rounds) bf16 {fmt_size(p['size_bytes'])}: "
@@ -367,7 +368,7 @@ def main() -> int:
           f"plain {[round(x * 1e3, 2) for x in plain_step_means]} ms (medians compared)")
     paired = []
     for p in plain_runs[-1].get("paired") or []:
-        ratios = [g / q for g, q in zip(p["gpudoctor_step_s"], p["plain_step_s"])]
+        ratios = [g / q for g, q in zip(p["gpudoctor_step_s"], p["plain_step_s"], strict=False)]
         med, lo, hi = bootstrap_median_ci(ratios)
         # noise floor: how much two consecutive windows of the same plain loop differ (|1 - ratio|)
         pl = p["plain_step_s"]

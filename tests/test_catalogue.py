@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.compat import data
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.parsers.signatures import catalogue, match_signatures
-from gpudoctor.rules import data, evaluate
+from gpudoctor.rules import evaluate
 
 FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi"}
 ENTRIES = catalogue()

@@ -62,7 +62,7 @@ def test_bad_input_is_one_line_exit_2_and_others_still_diagnosed(fix, tmp_path, 
 
 def test_enormous_input_is_streamed_not_refused(fix, tmp_path, monkeypatch):
     """No size cap (issue 14): a large input is read in chunks; a signature in a late chunk still fires."""
-    import gpudoctor.facts.stream as stream
+    import gpudoctor.parsers.stream as stream
 
     monkeypatch.setattr(stream, "WHOLE_BYTES", 1000)
     monkeypatch.setattr(stream, "CHUNK_BYTES", 700)

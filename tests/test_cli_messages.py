@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.facts import offline
+from gpudoctor.parsers import offline
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.rules import evaluate
 
 CORPUS = pathlib.Path(__file__).parent / "fixtures" / "corpus"

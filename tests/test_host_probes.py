@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from conftest import FIX
 
+from gpudoctor.facts.env import REDACTED, collect_env
 from gpudoctor.probes.cpu import cgroup_cpu_quota, count_sockets, cpu_model
-from gpudoctor.probes.env import REDACTED, collect_env
 from gpudoctor.probes.host import detect_container, detect_virtualization, os_release
 from gpudoctor.probes.memory import cgroup_memory_limit
 from gpudoctor.probes.runner import Probe, ProbeFailed, ProbeOptions, run_probes

@@ -1,5 +1,5 @@
 """LOG rules (XID, asymmetric GDR, container without GPUs, peer access) and NCL007, both directions."""
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.rules import evaluate
 
 # The Xid line quoted by an NVIDIA maintainer in https://github.com/NVIDIA/NVSentinel/issues/155

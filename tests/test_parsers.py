@@ -152,7 +152,7 @@ def test_detect_by_content(fix, rel, kind):
 
 
 def test_detect_ignores_file_name(fix, tmp_path):
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
 
     p = tmp_path / "collect_env.txt"  # a misleading name
     p.write_text(read(fix, "h200-text/nvidia-smi-q.txt"))
@@ -161,7 +161,7 @@ def test_detect_ignores_file_name(fix, tmp_path):
 
 
 def test_raw_topology_not_parsed_here_without_issue3(fix):
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
 
     snap, errors = build_snapshot([str(fix / f"{RAW}/topo/001-8x4090-all-sys-2nic-tabs.txt")])
     assert not errors and snap.inputs[0].kinds[0] == D.TOPO
@@ -215,7 +215,7 @@ def test_meminfo(fix):
 def test_check_reads_query_csv_and_meminfo_and_fires_gpu_rules(tmp_path, fix):
     """Offline check on CSV samples: a HW slowdown in one sample is an error (GPU002); a x8 link of a x16 slot a
     PCI001 warning; RAM from /proc/meminfo."""
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
     csv = tmp_path / "samples.csv"
@@ -248,7 +248,7 @@ def test_smi_query_csv_survives_windows_editors_pastes_and_commas(fix):
 
 def test_top006_not_assessed_when_the_inputs_say_nothing_about_nvlink(tmp_path):
     """2 x H200 known from `nvidia-smi -L` only: 'expected 18 NVLinks, 0 active' would be a false error."""
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
     p = tmp_path / "L.txt"
@@ -263,7 +263,7 @@ def test_top006_not_assessed_when_the_inputs_say_nothing_about_nvlink(tmp_path):
 def test_compute_apps_csv_attached_to_the_gpu_and_gpu008_fires(fix, tmp_path):
     """The real busy capture (pid 883 python3 1002 MiB, no GPU column) with the one-GPU --query-gpu CSV: attached
     to GPU 0, GPU008 warns. With two GPUs and no GPU column the rows are not guessed: a note says why."""
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
     ((uuid, bus, proc),) = nvidia_smi.parse_compute_apps_csv(read(fix, "h200-text/compute-apps-busy.txt"))

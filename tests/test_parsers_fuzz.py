@@ -117,7 +117,7 @@ def test_detect_and_signatures_never_raise(text):
        b=mutated((FIX / "h200-text/collect_env.txt").read_text()),
        c=mutated((FIX / "corpus/005-nccl-devshm-permission-denied/nccl.log").read_text()))
 def test_pipeline_never_raises(tmp_path_factory, a, b, c):
-    from gpudoctor.facts.offline import build_snapshot
+    from gpudoctor.parsers.offline import build_snapshot
     from gpudoctor.rules import evaluate
 
     d = tmp_path_factory.mktemp("f")
@@ -140,7 +140,7 @@ def test_pipeline_never_raises(tmp_path_factory, a, b, c):
 
 from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E402
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
-from gpudoctor.parsers import _text, topo, torch_messages  # noqa: E402
+from gpudoctor.parsers import _text, topo, topology_text, torch_messages  # noqa: E402
 from gpudoctor.probes import nvml as nvml_probe  # noqa: E402
 from gpudoctor.probes import topology as topology_probe
 from gpudoctor.probes import torch_probe
@@ -148,6 +148,7 @@ from gpudoctor.probes import torch_probe
 MORE = {  # name -> (function of one text, REAL capture it is mutated from, the clear error it may raise)
     "topo": (topo.parse_topo_matrix, "topology/topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt", ParseError),
     "topo_h200_ansi": (topo.parse_topo_matrix, "topology/h200-topo-m.txt", ParseError),
+    "topology_text": (topology_text.topology_from_text, "topology/h200-topo-m.txt", ParseError),
     "torch_messages": (torch_messages.parse_messages, "corpus/020-torch-arch-list-missing-sm61/error.txt", ()),
     "torch_facts_from_texts": (lambda t: torch_messages.facts_from_texts([t]),
                                "corpus/008-torch21-cu121-on-driver-470/collect_env.txt", ()),
@@ -233,5 +234,7 @@ def test_every_parser_module_is_fuzzed():
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _, _ in MORE.values()}
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _ in HELPERS.values()}
     fuzzed |= {"detect", "signatures"}  # test_detect_and_signatures_never_raise
+    fuzzed |= {"offline", "offline_merge"}  # build_snapshot (and its merging): test_pipeline_never_raises
+    fuzzed |= {"smi_common"}            # constants and one-value helpers of the nvidia-smi parsers (fuzzed through them)
     fuzzed |= {"torch_messages"}        # lambdas above (facts_from_texts) are defined in this module
     assert modules - fuzzed == set(), f"parser modules without a fuzz test: {sorted(modules - fuzzed)}"

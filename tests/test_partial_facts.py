@@ -1,5 +1,5 @@
 """Rules whose facts a text dump lacks say 'not assessed', never pass."""
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.rules import evaluate
 
 

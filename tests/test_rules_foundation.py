@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from conftest import ids, outcome
 
+from gpudoctor.compat.versions import arch_covers, visible_device_count
 from gpudoctor.facts.model import GpuProcess
 from gpudoctor.rules import evaluate
-from gpudoctor.rules.versions import arch_covers, visible_device_count
 
 GIB = 1024 ** 3
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.parsers.signatures import catalogue, match_signatures, unexplained_error_lines
 from gpudoctor.rules import REGISTRY, evaluate
 
@@ -91,7 +91,7 @@ def test_unexplained_lines_listed_not_the_explained_ones(fix):
 
 
 def test_signature_rules_not_applicable_in_live_scan(fix):
-    from gpudoctor.facts.load import load_path
+    from gpudoctor.parsers.offline import load_path
 
     rep = evaluate(load_path(str(fix / "h200/scan.json")))
     st = {o.rule_id: o.status for o in rep.outcomes}

@@ -1,4 +1,4 @@
-"""check reads inputs of any size, compressed, and from standard input (gpudoctor/facts/stream.py)."""
+"""check reads inputs of any size, compressed, and from standard input (gpudoctor/parsers/stream.py)."""
 from __future__ import annotations
 
 import bz2
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from gpudoctor.facts import stream
-from gpudoctor.facts.offline import build_snapshot
+from gpudoctor.parsers import stream
+from gpudoctor.parsers.offline import build_snapshot
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
        "79.10 GiB of which 3.06 MiB is free.\n")

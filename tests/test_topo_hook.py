@@ -2,8 +2,8 @@
 import sys
 import types
 
-from gpudoctor.facts.offline import build_snapshot
 from gpudoctor.parsers import ParseError
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.rules import evaluate
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpudoctor.facts.load import load_path
-from gpudoctor.facts.topology import topology_from_text
+from gpudoctor.parsers.offline import load_path
+from gpudoctor.parsers.topology_text import topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.reports.jsonout import to_json
 from gpudoctor.reports.terminal import render

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.facts.load import load_path
 from gpudoctor.facts.model import (
     EnvFacts,
     FabricInfo,
@@ -17,10 +16,12 @@ from gpudoctor.facts.model import (
     NvmlPair,
     Snapshot,
 )
-from gpudoctor.facts.topology import finish, topology_from_text
+from gpudoctor.facts.topology import finish
+from gpudoctor.parsers.offline import load_path
+from gpudoctor.parsers.topology_text import topology_from_text
 from gpudoctor.probes import topology as P
 from gpudoctor.rules import evaluate
-from gpudoctor.rules.topology import _socket_if_match, multi_node
+from gpudoctor.rules.nccl_env import _socket_if_match, multi_node
 from tests.topology_helpers import build_tree, fake_runner, which_all
 
 FIX = Path(__file__).parent / "fixtures"
@@ -354,7 +355,7 @@ def test_ncl007_from_the_topo_matrix_case_017_p2p_level_loc_on_nvlink():
 
 
 def test_env_probe_collects_job_size_variables():
-    from gpudoctor.probes.env import collect_env
+    from gpudoctor.facts.env import collect_env
 
     got = collect_env({"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2", "HOME": "/root"})
     assert got == {"WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "SLURM_NNODES": "2"}

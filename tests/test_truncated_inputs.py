@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
-from gpudoctor.facts.offline import build_snapshot
 from gpudoctor.parsers._text import clip
+from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.parsers.signatures import match_signatures
 from gpudoctor.rules import evaluate
 

@@ -5,17 +5,33 @@ input error; 3 internal error (a gpudoctor bug; please report it).
 """
 from __future__ import annotations
 
-import dataclasses
 import enum
 import os
 import sys
 
 import typer
 
-#: upper bound of every --*timeout option, seconds (one day): 'inf' or 1e300 would overflow the deadlines
-MAX_TIMEOUT_S = 86400.0
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+from gpudoctor.cli.output import (  # noqa: F401 (re-exported)
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    FailOn,
+    Format,
+    Out,
+    _emit_partial,
+    emit,
+    exit_code,
+    fail,
+    format_option,
+    output_option,
+    output_spec,
+    report_console,
+    run_app,
+    write_report,
+)
+from gpudoctor.pipeline import defaults as D
+from gpudoctor.pipeline.defaults import MAX_TIMEOUT_S
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
@@ -39,150 +55,6 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """Is this GPU host fit for multi-GPU PyTorch training, and what must be fixed?"""
 
 
-class FailOn(str, enum.Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    """Print a one-line error to stderr and return the Exit to raise."""
-    sys.stderr.write(f"gpudoctor: error: {message}\n")
-    return typer.Exit(code)
-
-
-def report_console():
-    """The console reports go to: the terminal's width on a TTY; 120 columns (or $COLUMNS) when piped or
-    saved, so tables do not wrap at 80."""
-    from gpudoctor.cli.output import Console
-
-    if sys.stdout.isatty():
-        return Console()
-    try:
-        width = int(os.environ.get("COLUMNS", "120"))
-    except ValueError:
-        width = 120
-    return Console(width=max(60, width))
-
-
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    github = "github"
-    prometheus = "prometheus"
-    html = "html"
-
-
-def format_option() -> typer.models.OptionInfo:
-    """--format, shared by every report command (scan, check, cluster, smoke, bench, ...)."""
-    return typer.Option(None, "--format", help="Output format: text (default), json (same as --json), junit, "
-                        "github (workflow commands; Markdown summary to $GITHUB_STEP_SUMMARY), prometheus "
-                        "(textfile collector), html (one self-contained page).")
-
-
-def output_option() -> typer.models.OptionInfo:
-    """--output, shared by every report command."""
-    return typer.Option(None, "--output", "-o", help="Write the report (in --format) to this file instead of "
-                        "stdout, atomically (temporary file + rename: safe for node_exporter's textfile collector).")
-
-
-@dataclasses.dataclass(frozen=True)
-class Out:
-    """Where and how a report command writes its report."""
-
-    fmt: str = "text"
-    path: str | None = None
-
-
-def output_spec(fmt: Format | None, json_out: bool, output: str | None) -> Out:
-    """--format / --json / --output as one value; --json with another --format is a usage error."""
-    if json_out and fmt not in (None, Format.json):
-        raise fail(f"--json and --format {fmt.value} disagree; give one")
-    return Out("json" if json_out else (fmt.value if fmt else "text"), output)
-
-
-def write_report(report, out: Out, save: str | None, verbose: bool, renderer, fail_on: FailOn | None = None,
-                 on_save_error=None) -> None:
-    """Save (``--save``, JSON, atomically), then print the report in ``out.fmt`` (text: with ``renderer``, a
-    terminal report function) on stdout or to ``out.path`` (atomically). An unwritable path is a one-line
-    error, exit 2 (after ``on_save_error``)."""
-    from gpudoctor.reports import jsonout
-
-    fail_on = fail_on or FailOn.error
-    if save:
-        try:
-            jsonout.save(report, save)
-        except OSError as exc:
-            if on_save_error is not None:
-                on_save_error()
-            raise fail(f"cannot write {save}: {exc.strerror or exc}") from exc
-    if out.fmt == "text" and out.path is None:
-        renderer(report, report_console(), verbose=verbose)
-        if save:
-            from rich.console import Console
-
-            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
-        return
-    from gpudoctor.reports.outputs import render, write_atomic
-
-    text = render(report, out.fmt, fail_on.value, verbose, renderer, scrub=False)  # callers scrubbed it
-    if out.path is None:
-        sys.stdout.write(text)
-        return
-    try:
-        write_atomic(out.path, text)
-    except OSError as exc:
-        if on_save_error is not None:
-            on_save_error()
-        raise fail(f"cannot write {out.path}: {exc.strerror or exc}") from exc
-
-
-def exit_code(report_or_findings, fail_on: FailOn) -> int:
-    """1 when any finding (of a Report, or a list of findings) is at or above ``fail_on``, else 0."""
-    from gpudoctor.facts.findings import SEVERITY_ORDER
-
-    findings = getattr(report_or_findings, "findings", report_or_findings)
-    if fail_on == FailOn.never:
-        return EXIT_OK
-    bar = SEVERITY_ORDER[fail_on.value]
-    return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
-
-
-def emit(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn,
-         input_errors: list[str] | None = None) -> None:
-    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
-
-    Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
-    from gpudoctor.reports.redact import scrub_model
-
-    report = scrub_model(report)
-
-    from gpudoctor.reports.terminal import render
-
-    write_report(report, out, save, verbose, render, fail_on)
-    for msg in input_errors or []:
-        sys.stderr.write(f"gpudoctor: error: {msg}\n")
-    conf = report.snapshot.confirmation
-    if conf is not None and conf.status == "interrupted":  # smoke / bench stopped by Ctrl-C or SIGTERM
-        sys.stderr.write("gpudoctor: interrupted; the report holds what was measured\n")
-        raise typer.Exit(130)
-    raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
-
-
-def _emit_partial(snap, out: Out, save: str | None, verbose: bool, fail_on: FailOn = FailOn.never) -> None:
-    """Report what an interrupted scan found (saved too with --save) and exit 130. ``fail_on`` reaches the
-    formats that state it (Prometheus' gpudoctor_healthy, JUnit failures); the exit code stays 130."""
-    from gpudoctor.rules import evaluate
-
-    try:
-        emit(evaluate(snap), out, save, verbose, fail_on)
-    except typer.Exit:
-        pass
-    raise typer.Exit(130)
-
-
 @app.command()
 def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
@@ -195,10 +67,10 @@ def scan(
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Skip the confirmation runs (all-reduce, DDP step)."),
-    confirm_timeout: float = typer.Option(120.0, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
+    confirm_timeout: float = typer.Option(D.CONFIRM_TIMEOUT_S, "--confirm-timeout", min=5, max=MAX_TIMEOUT_S,
                                           help="Hard limit in seconds for the confirmation runs (each transport "
                                                "re-run after a failure gets at most 45 s more)."),
     baseline: str | None = typer.Option(None, "--baseline", help="Judge the measured figures against this fleet "
@@ -208,68 +80,31 @@ def scan(
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
     out = output_spec(fmt, json_out, output)
-    if not os.path.isdir(data_path):
-        raise fail(f"--data-path {data_path}: not a directory")
     from gpudoctor.cli.perf import _load_baseline
 
     perf_baseline = _load_baseline(baseline)
     for s in script:
         if not os.path.exists(s):
             raise fail(f"--script {s}: no such file or directory")
-    from gpudoctor.probes import interrupt
-    from gpudoctor.probes.torch_start import missing_interpreter, resolve_interpreter
-    from gpudoctor.probes.torch_start import start as start_torch_probe
+    from gpudoctor.pipeline.errors import Interrupted, PipelineError
+    from gpudoctor.pipeline.scan import ScanOptions, run_scan
 
-    if python is not None and resolve_interpreter(python) is None:
-        raise fail(missing_interpreter(python))
+    def status():
+        from rich.console import Console
 
-    interrupt.install()  # Ctrl-C from here on: children killed, partial report kept
-    start_torch_probe(python, torch_timeout)  # first: its torch import hides everything below
-    from gpudoctor.probes.registry import scan as do_scan
-    from gpudoctor.probes.runner import ProbeOptions, ScanInterrupted
-    from gpudoctor.rules import evaluate
+        return Console(stderr=True).status("probing (driver, GPUs, torch, host)...")
 
-    opts = ProbeOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout)
+    from contextlib import nullcontext
+
+    opts = ScanOptions(python=python, data_path=data_path, torch_timeout_s=torch_timeout, confirm=not no_confirm,
+                       confirm_timeout_s=confirm_timeout, baseline=perf_baseline, scripts=list(script))
     try:
-        if out.fmt == "text" and sys.stderr.isatty():
-            from rich.console import Console
-
-            with Console(stderr=True).status("probing (driver, GPUs, torch, host)..."):
-                snap = do_scan(opts)
-        else:
-            snap = do_scan(opts)
-    except ScanInterrupted as exc:
-        # Ctrl-C: children are already killed; keep and show what was found, exit 130.
-        sys.stderr.write("gpudoctor: interrupted; reporting what the finished probes found\n")
-        _emit_partial(exc.snapshot, out, save, verbose, fail_on)
-    interrupt.uninstall()  # the confirmation runner handles Ctrl-C (KeyboardInterrupt) itself
-    if interrupt.STOP.is_set():  # Ctrl-C right after the probes: do not start the confirmation runs
-        sys.stderr.write("gpudoctor: interrupted; reporting the static checks\n")
-        _emit_partial(snap, out, save, verbose, fail_on)
-    from gpudoctor.confirm.runner import for_scan
-    from gpudoctor.reports.progress import RunProgress
-
-    try:
-        with RunProgress() as progress:
-            snap.confirmation = for_scan(snap, run=not no_confirm, timeout_s=confirm_timeout, on_progress=progress)
-            snap.confirmation.baseline = perf_baseline
-        if snap.confirmation is not None and snap.confirmation.runs and snap.topology is not None:
-            from gpudoctor.probes.topology import recheck_nvlink_errors
-
-            recheck_nvlink_errors(snap.topology)  # did the all-reduce make the NVLink error counters rise? (TOP006)
-    except KeyboardInterrupt as exc:
-        # the runner kills its process groups on the way out; report the static checks and what the runs measured
-        from gpudoctor.probes.subproc import kill_all
-
-        kill_all()
-        snap.confirmation = getattr(exc, "facts", snap.confirmation)
-        sys.stderr.write("gpudoctor: interrupted during the confirmation runs; reporting the static checks\n")
-        _emit_partial(snap, out, save, verbose, fail_on)
-    report = evaluate(snap)
-    if script:
-        from gpudoctor.lint.hostreport import add_script_area
-
-        add_script_area(report, script)
+        report = run_scan(opts, status if out.fmt == "text" and sys.stderr.isatty() else nullcontext)
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
+    except Interrupted as exc:
+        sys.stderr.write(f"gpudoctor: {exc}\n")
+        _emit_partial(exc.report, out, save, verbose, fail_on)
     emit(report, out, save, verbose, fail_on)
 
 
@@ -286,56 +121,14 @@ class Scaling(str, enum.Enum):
 
 def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: float, keep_logs: bool,
                     **plan):
-    """Probe what the CNF rules need, run the confirmation run(s), evaluate only the CNF rules."""
-    from gpudoctor.confirm.runner import confirm
-    from gpudoctor.probes.cpu import probe_cpu
-    from gpudoctor.probes.env import probe_env
-    from gpudoctor.probes.host import probe_host
-    from gpudoctor.probes.nvml import probe_nvml
-    from gpudoctor.probes.registry import scan as do_scan
-    from gpudoctor.probes.runner import Probe, ProbeFailed, ProbeOptions
-    from gpudoctor.probes.torch_probe import choose_interpreter
-    from gpudoctor.reports.progress import RunProgress
-    from gpudoctor.rules import REGISTRY, evaluate
-
-    if nproc is not None and nproc < 1:
-        raise fail("--nproc must be at least 1")
-    try:
-        interp = choose_interpreter(python)
-    except ProbeFailed as exc:
-        raise fail(str(exc))
-    from gpudoctor.probes.subproc import run_cmd
-
-    check = run_cmd([interp, "-c", "import sys; print('GPUDOCTOR_PY', sys.version_info[0])"], timeout=30)
-    if "GPUDOCTOR_PY 3" not in (check.stdout or ""):
-        raise fail(f"--python {interp}: not a Python 3 interpreter (`{interp} -c 'import sys'` did not answer)")
-    probes = [Probe("host", "host", probe_host), Probe("env", "env", probe_env), Probe("cpu", "cpu", probe_cpu),
-              Probe("nvml", "nvml", probe_nvml, timeout_s=lambda o: o.nvml_timeout_s + 5)]
-    from gpudoctor.confirm.runner import INTERRUPTED, ConfirmInterrupted
-    from gpudoctor.facts.model import ConfirmationFacts
-    from gpudoctor.probes.runner import ScanInterrupted
+    """The smoke / bench report (:func:`gpudoctor.pipeline.confirm.run_confirm`); a bad option is exit 2."""
+    from gpudoctor.pipeline.confirm import run_confirm
+    from gpudoctor.pipeline.errors import PipelineError
 
     try:
-        snap = do_scan(ProbeOptions(python=interp), probes)
-    except ScanInterrupted as exc:  # Ctrl-C / SIGTERM before the run: report the probes, exit 130
-        snap = exc.snapshot
-        snap.confirmation = ConfirmationFacts(status="interrupted", reason=INTERRUPTED + " (before the run started)")
-        return evaluate(snap, only=[rid for rid in REGISTRY if rid.startswith("CNF")])
-    if not cpu and not (snap.nvml and snap.nvml.available and snap.nvml.gpus):
-        why = snap.nvml.error if snap.nvml and snap.nvml.error else "NVML sees no GPU"
-        raise fail(f"no NVIDIA GPU to run on ({why}); --cpu runs the same code with gloo on CPU")
-    try:
-        with RunProgress() as progress:
-            snap.confirmation = confirm(python=interp, cpu=cpu, nproc=nproc if nproc else (2 if cpu else 0),
-                                        timeout_s=timeout, on_progress=progress, keep_logs=keep_logs, **plan)
-    except ValueError as exc:
-        raise fail(str(exc))
-    except ConfirmInterrupted as exc:  # the ranks are ended; report what they measured (exit 130 in emit)
-        snap.confirmation = exc.facts
-    if snap.confirmation.status == "error":
-        raise fail(f"the run could not start: {snap.confirmation.reason}")
-    snap.duration_s = snap.confirmation.seconds
-    return evaluate(snap, only=[rid for rid in REGISTRY if rid.startswith("CNF")])
+        return run_confirm(cpu, python, nproc, timeout, keep_logs, **plan)
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -353,7 +146,7 @@ def smoke(
     scaling: Scaling = typer.Option(Scaling.weak, "--scaling",
                                     help="weak: per-GPU batch fixed; strong: global batch fixed."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
+    timeout: float = typer.Option(D.RUN_TIMEOUT_S, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
     python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
                                          "whose torch runs the step "
@@ -390,7 +183,7 @@ def bench_allreduce(
     iters: int | None = typer.Option(None, "--iters", min=1, help="Timed calls per size (default 20; CPU 5)."),
     warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed calls first (default 5; CPU 2)."),
     no_copy: bool = typer.Option(False, "--no-copy", help="Skip the pinned host<->device copy bandwidth."),
-    timeout: float = typer.Option(180.0, "--timeout", min=5, max=MAX_TIMEOUT_S,
+    timeout: float = typer.Option(D.RUN_TIMEOUT_S, "--timeout", min=5, max=MAX_TIMEOUT_S,
                                   help="Hard limit in seconds; a hung rank is killed."),
     python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
                                          "whose torch runs the benchmark."),
@@ -410,7 +203,7 @@ def bench_allreduce(
         size_list = [parse_size(x) for x in sizes.split(",") if x.strip()] if sizes is not None else None
         dtype_list = [normalize_dtype(x) for x in dtypes.split(",") if x.strip()]
     except ValueError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     if size_list == []:
         raise fail("--sizes is empty")
     if not dtype_list:
@@ -439,22 +232,19 @@ def check(
     naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
     """
     out = output_spec(fmt, json_out, output)
-    from gpudoctor.facts.offline import SKIPPED, build_snapshot
-    from gpudoctor.rules import evaluate
+    from gpudoctor.pipeline.check import run_check
 
-    snap, errors = build_snapshot(paths)
-    notes = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
-    errors = [e for e in errors if not e.startswith(SKIPPED)]
-    if snap is None:
-        for msg in notes:
+    result = run_check(paths)
+    if result.report is None:
+        for msg in result.skipped:
             sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
-        for msg in errors or ["no usable input"]:
+        for msg in result.errors or ["no usable input"]:
             sys.stderr.write(f"gpudoctor: error: {msg}\n")
         raise typer.Exit(EXIT_USAGE)
-    if notes:  # each one is in the report (snapshot.inputs, status "skipped"): one line here, not one per file
-        sys.stderr.write(f"gpudoctor: skipped {len(notes)} file(s) found in the folder(s) that are not inputs `check` "
-                         f"reads (-v or --json lists each with why)\n")
-    emit(evaluate(snap), out, save, verbose, fail_on, input_errors=errors)
+    if result.skipped:  # each one is in the report (snapshot.inputs, status "skipped"): one line, not one per file
+        sys.stderr.write(f"gpudoctor: skipped {len(result.skipped)} file(s) found in the folder(s) that are not inputs "
+                         f"`check` reads (-v or --json lists each with why)\n")
+    emit(result.report, out, save, verbose, fail_on, input_errors=result.errors)
 
 
 @app.command()
@@ -484,20 +274,20 @@ def cluster(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Every pair, every node's findings, sources."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity (cross-node or on any node) "
                                    "that makes rank 0's exit code 1."),
-    timeout: float = typer.Option(180.0, "--timeout", min=1, max=MAX_TIMEOUT_S,
+    timeout: float = typer.Option(D.CLUSTER_TIMEOUT_S, "--timeout", min=1, max=MAX_TIMEOUT_S,
                                   help="Seconds rank 0 waits for nodes to join and scan, "
                                   "and the limit of each collective and of the wait for results."),
     size_mib: float | None = typer.Option(None, "--size-mib", min=0.001, help="All-reduce message size, MiB "
                                              "(default 256 on GPUs, 4 with --cpu; rules/cluster.toml)."),
-    iters: int = typer.Option(20, "--iters", min=1, help="Timed all-reduces per test."),
-    warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed all-reduces before each test."),
+    iters: int = typer.Option(D.CLUSTER_ITERS, "--iters", min=1, help="Timed all-reduces per test."),
+    warmup: int = typer.Option(D.CLUSTER_WARMUP, "--warmup", min=0, help="Untimed all-reduces before each test."),
     rounds: int | None = typer.Option(None, "--rounds", min=0, help="Node-to-node rounds (default "
                                          "max(3, ceil(log2 N)), at most every pair; 0 = none)."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Scans and cross-node rules only; no collectives."),
     probes: str | None = typer.Option(None, "--probes", help="Comma list of probes for each node's scan "
                                          "(default all: torch,nvml,host,cpu,memory,storage,env)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
+    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
     expect_nodes: int | None = typer.Option(None, "--expect-nodes", min=1, help="Nodes that should take part "
                                                "(torchrun --nnodes MIN:MAX: the rendezvous may start with fewer)."),
@@ -523,32 +313,27 @@ def cluster(
         launch = detect()
         hosts = expand_hostlist(expect_hosts) if expect_hosts else []
     except LaunchError as exc:
-        raise fail(str(exc))
+        raise fail(str(exc)) from None
     if not os.path.isdir(data_path):
         raise fail(f"--data-path {data_path}: not a directory")
-    from gpudoctor.probes.registry import PROBES
+    from gpudoctor.cluster.agent import AgentError, Excluded, run, share_exit_code
+    from gpudoctor.cluster.options import build_options
+    from gpudoctor.pipeline.errors import PipelineError
 
-    wanted = None
-    if probes is not None:
-        wanted = [p.strip() for p in probes.split(",") if p.strip()]
-        unknown = sorted(set(wanted) - {p.name for p in PROBES})
-        if unknown:
-            raise fail(f"--probes: unknown probe(s) {', '.join(unknown)}; known: {', '.join(p.name for p in PROBES)}")
-    from gpudoctor.cluster.agent import AgentError, ClusterOptions, Excluded, run, share_exit_code
-    from gpudoctor.probes.runner import ProbeOptions
-
-    opts = ClusterOptions(cpu=cpu, timeout_s=timeout, size_bytes=int(size_mib * 2**20) if size_mib else None,
-                          iters=iters, warmup=warmup, rounds=rounds, confirm=not no_confirm, probes=wanted,
-                          probe_opts=ProbeOptions(data_path=data_path, torch_timeout_s=torch_timeout),
-                          expect_nodes=expect_nodes, expect_hosts=hosts, min_pair_busbw=min_pair_busbw)
+    try:
+        opts = build_options(probes, data_path, torch_timeout, size_mib, cpu=cpu, timeout_s=timeout, iters=iters,
+                             warmup=warmup, rounds=rounds, confirm=not no_confirm, expect_nodes=expect_nodes,
+                             expect_hosts=hosts, min_pair_busbw=min_pair_busbw)
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
     try:
         report, store = run(opts, launch)
     except Excluded as exc:
         sys.stderr.write(f"gpudoctor: rank {launch.rank}: {exc}\n")
         code = share_exit_code(exc.store, launch, None, 0, 60.0)
-        raise typer.Exit(EXIT_FINDINGS if code is None else code)
+        raise typer.Exit(EXIT_FINDINGS if code is None else code) from None
     except AgentError as exc:
-        raise fail(f"rank {launch.rank}: {exc}")
+        raise fail(f"rank {launch.rank}: {exc}") from None
     if report is None:  # not rank 0: rank 0 prints the one report; exit with its code (see share_exit_code)
         code = share_exit_code(store, launch, None, 0, timeout * 2 + 60)
         raise typer.Exit(EXIT_OK if code is None else code)
@@ -579,7 +364,7 @@ def explain(rule_id: str = typer.Argument(..., help="A rule id, e.g. GPU002.")):
     if sys.stdout.isatty():  # a person reading: rendered; piped or redirected: the Markdown itself
         from rich.markdown import Markdown
 
-        from gpudoctor.cli.output import Console
+        from gpudoctor.reports.console import Console
 
         Console().print(Markdown(text))
     else:
@@ -596,171 +381,15 @@ def list_rules():
     sys.stdout.writelines(lint_cmd.rule_lines())
 
 
-class CheckFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    github = "github"
+def main() -> None:
+    """Console entry point: run the app; turn any unexpected exception into one line and exit 3."""
+    run_app(app)
 
 
-@app.command("cuda-version-check")
-def cuda_version_check(
-    torch: list[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
-                                    "PyPI wheel, with that release's default CUDA). Repeatable."),
-    requirements: str | None = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
-                                               "requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock."),
-    driver: str | None = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
-    gpu: list[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
-    cc: list[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
-    fleet: str | None = typer.Option(None, "--fleet",
-                                        help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
-    fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
-                                         "whose installed torch to check "
-                                         "(default: this one if it has torch, else python3 on PATH)."),
-    strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
-    torch_timeout: float = typer.Option(90.0, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
-                                        help="Seconds allowed for the torch probe."),
-):
-    """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
-
-    Exit codes: 0 every target passes, 1 any fails, 2 bad input (unknown GPU, unparseable pin, missing file).
-    """
-    from gpudoctor.compat import versioncheck as vc
-    from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file
-
-    try:
-        if fleet and (driver or gpu or cc):
-            raise vc.InputError("--fleet cannot be combined with --driver / --gpu / --cc")
-        if torch and requirements:
-            raise vc.InputError("give --torch or --requirements, not both")
-        if fleet:
-            targets = vc.load_fleet(fleet)
-        elif gpu or cc:
-            targets = [vc.target_from("", driver, gpu=g, where="--") for g in gpu] + \
-                      [vc.target_from("", driver, cc=c, where="--") for c in cc]
-        elif driver:
-            targets = [vc.target_from("", driver, where="--")]
-        else:
-            targets = None
-        if torch:
-            subjects = [vc.subject_from_pin(parse_pin(t)) for t in torch]
-        elif requirements:
-            subjects = [vc.subject_from_pin(p) for p in pins_from_file(requirements)]
-        else:
-            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
-            from gpudoctor.probes.torch_probe import probe_torch
-
-            try:
-                tf = probe_torch(ProbeOptions(python=python, torch_timeout_s=torch_timeout))
-            except ProbeFailed as exc:
-                raise vc.InputError(f"cannot read the installed torch: {exc}")
-            subjects = [vc.subject_from_torch(tf)]
-        if targets is None:
-            from gpudoctor.probes.nvml import probe_nvml
-            from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
-
-            try:
-                nv = probe_nvml(ProbeOptions())
-            except ProbeFailed as exc:
-                nv = exc.partial
-            if nv is None or not nv.available:
-                why = (nv.error if nv is not None else None) or "NVML unavailable"
-                raise vc.InputError(f"no target given and no NVIDIA driver on this host ({why}); "
-                                    f"give --driver, --gpu, --cc or --fleet")
-            targets = vc.targets_from_nvml(nv)
-    except (vc.InputError, PinError) as exc:
-        raise fail(str(exc))
-    results = []
-    for s in subjects:
-        results += [vc.check(s, t, strict=strict) for t in targets]
-        comp = vc.check_companions(s, strict=strict)
-        if comp is not None:
-            results.append(comp)
-    sys.stdout.write(vc.RENDERERS[fmt.value](results) + "\n")
-    raise typer.Exit(EXIT_FINDINGS if any(r.status == "fail" for r in results) else EXIT_OK)
-
-
-def _flush_stdout() -> None:
-    """Flush stdout now, so a reader that went away (`| head`) is a quiet SIGPIPE-style exit, not a shutdown error."""
-    from gpudoctor.cli.output import quiet_broken_pipe_exit
-
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        quiet_broken_pipe_exit()
-    except OSError as exc:  # > /dev/full: the buffered report could not be written
-        sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror or exc}\n")
-        os._exit(EXIT_USAGE)
-
-
+from gpudoctor.cli import (
+    compat_cmd,  # noqa: E402,F401  (registers cuda-version-check on app)
+    lint_cmd,  # noqa: E402  (registers `gpudoctor lint`; gpudoctor/lint/)
+)
 from gpudoctor.cli import perf as _perf  # noqa: E402  (selftest, burn, baseline: issue 16)
 
 _perf.register(app)
-
-
-def main() -> None:
-    """Console entry point: run the app; turn any unexpected exception into one line and exit 3."""
-    try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
-        from typer._click import exceptions as cx
-    except ImportError:  # pragma: no cover
-        from click import exceptions as cx
-
-    from gpudoctor.cli.output import STDOUT_CLOSED, quiet_broken_pipe_exit, stdout_closed
-
-    if stdout_closed():  # `gpudoctor rules >&-`: every command writes its report there
-        sys.stderr.write(f"gpudoctor: error: {STDOUT_CLOSED}\n")
-        sys.exit(EXIT_USAGE)
-    try:
-        rv = app(standalone_mode=False)
-        # --help prints and returns; typer.Exit(code) returns its code in non-standalone mode
-        _flush_stdout()
-        sys.exit(rv if isinstance(rv, int) else 0)
-    except SystemExit:
-        from gpudoctor.cli.output import pipe_broken_by_framework
-
-        if pipe_broken_by_framework():  # typer's own EPIPE handling exits 1: make it the quiet EPIPE exit
-            quiet_broken_pipe_exit()
-        _flush_stdout()
-        raise
-    except cx.UsageError as exc:
-        # one line, not click's usage block: "gpudoctor scan: No such option: --frob"
-        from gpudoctor.cli.output import usage_error_line
-
-        sys.stderr.write(usage_error_line(exc, sys.argv[1:], typer.main.get_command(app)) + "\n")
-        sys.exit(EXIT_USAGE)
-    except (getattr(cx, "Abort", typer.Abort), typer.Abort):
-        sys.stderr.write("gpudoctor: interrupted\n")
-        sys.exit(130)
-    except cx.ClickException as exc:
-        sys.stderr.write(f"gpudoctor: error: {exc.format_message()}\n")
-        sys.exit(EXIT_USAGE)
-    except KeyboardInterrupt:
-        sys.stderr.write("gpudoctor: interrupted\n")
-        sys.exit(130)
-    except BrokenPipeError:
-        # `gpudoctor ... | head`: the reader went away; exit like a process killed by SIGPIPE, quietly
-        quiet_broken_pipe_exit()
-    except OSError as exc:
-        if getattr(exc, "filename", None) is None and exc.errno is not None:  # writing stdout failed (disk full, ...)
-            sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror}\n")
-            sys.exit(EXIT_USAGE)
-        sys.stderr.write(f"gpudoctor: internal error: OSError: {exc} (set GPUDOCTOR_DEBUG=1 for the traceback)\n")
-        if os.environ.get("GPUDOCTOR_DEBUG"):
-            raise
-        sys.exit(EXIT_INTERNAL)
-    except Exception as exc:
-        from gpudoctor.probes.runner import ScanInterrupted
-
-        if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
-            sys.stderr.write("gpudoctor: interrupted\n")
-            sys.exit(130)
-        # a gpudoctor bug: one line, never a traceback for users
-        sys.stderr.write(f"gpudoctor: internal error: {type(exc).__name__}: {exc} "
-                         f"(set GPUDOCTOR_DEBUG=1 for the traceback)\n")
-        if os.environ.get("GPUDOCTOR_DEBUG"):
-            raise
-        sys.exit(EXIT_INTERNAL)
-
-
-from gpudoctor.cli import lint_cmd  # noqa: E402  (registers `gpudoctor lint`; gpudoctor/lint/)

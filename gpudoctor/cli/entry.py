@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import sys
 
-#: must equal the default of ``scan --torch-timeout`` (gpudoctor/cli/app.py; a test checks it)
-TORCH_TIMEOUT_DEFAULT = 90.0
-#: must equal gpudoctor.cli.app.MAX_TIMEOUT_S (a test checks it)
-MAX_TIMEOUT_S = 86400.0
+from gpudoctor.pipeline.defaults import MAX_TIMEOUT_S
+from gpudoctor.pipeline.defaults import TORCH_TIMEOUT_S as TORCH_TIMEOUT_DEFAULT
 
 
 def _option(argv: list[str], name: str) -> str | None:
@@ -37,13 +35,9 @@ def early_torch_probe(argv: list[str]) -> bool:
         return False
     if not 1 <= timeout <= MAX_TIMEOUT_S:  # also false for nan; the parser then gives the usage error
         return False
-    import atexit
+    from gpudoctor.pipeline.start import start_torch_probe_early
 
-    from gpudoctor.probes import interrupt, subproc, torch_start
-
-    interrupt.install()  # Ctrl-C from now on kills the child and still gives the partial report (exit 130)
-    torch_start.start(_option(argv, "--python"), timeout)
-    atexit.register(subproc.kill_all)  # a usage error below must not leave the child running
+    start_torch_probe_early(_option(argv, "--python"), timeout)
     return True
 
 

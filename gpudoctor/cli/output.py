@@ -1,84 +1,232 @@
-"""Standard output of the command line: the console reports are written to, and what happens when stdout
-cannot be written (issue 15 item 6; the usual CLI convention, as in coreutils and git).
-
-- The reader went away (``gpudoctor scan | head -1``): EPIPE is a quiet exit with 141 (128 + SIGPIPE, what a
-  shell reports for a process killed by SIGPIPE), no message, whatever the findings were.
-- stdout is closed (``gpudoctor rules >&-``) or fails otherwise (``> /dev/full``): one line on stderr, exit 2.
-
-rich's Console handles a BrokenPipeError itself by ``SystemExit(1)``, which reads as "findings"; the
-:class:`Console` here raises it instead, so that :func:`gpudoctor.cli.app.main` treats every command alike.
-"""
+"""How every command ends: save, print (text, json, junit, github, prometheus, html; to stdout or --output), and
+the documented exit code."""
 from __future__ import annotations
 
+import dataclasses
+import enum
 import os
 import sys
-from typing import Any
 
-from gpudoctor.reports.console import Console  # noqa: F401 - the console the commands write reports to
+import typer
 
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13)
-STDOUT_CLOSED = "cannot write the output: standard output is closed"
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-def command_of(exc: Exception, argv: list[str], root: Any = None) -> str:
-    """'gpudoctor bench allreduce': the (sub)command a usage error is about. From the error's click context chain
-    (the root's name is the program, e.g. 'python -m gpudoctor', so it is left out); when the error came before the
-    subcommand's context existed (``scan --fail-on`` without a value), from the leading command words of argv."""
-    names: list[str] = []
-    ctx = getattr(exc, "ctx", None)
-    while ctx is not None and ctx.parent is not None:
-        names.insert(0, ctx.info_name)
-        ctx = ctx.parent
-    if not names and (ctx is not None or root is not None):
-        group = ctx.command if ctx is not None else root
-        for word in argv:
-            sub = getattr(group, "commands", {}).get(word) if not word.startswith("-") else None
-            if sub is None:
-                break
-            names.append(word)
-            group = sub
-    return " ".join(["gpudoctor", *names])
+class FailOn(str, enum.Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
 
 
-def usage_error_line(exc: Exception, argv: list[str], root: Any = None) -> str:
-    """One line for a usage error: 'gpudoctor bench: error: missing command (allreduce) (see `gpudoctor bench --help`)'.
-
-    click's "no arguments: show the help" of a command group arrives as a usage error whose message is the whole
-    help text; it becomes one line naming the commands."""
-    cmd = command_of(exc, argv, root)
-    ctx = getattr(exc, "ctx", None)
-    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
-        message = f"missing command ({', '.join(ctx.command.list_commands(ctx))})"
-    else:
-        format_message = getattr(exc, "format_message", None)
-        message = format_message() if callable(format_message) else str(exc)
-        message = " ".join(message.split())
-    return f"{cmd}: error: {message} (see `{cmd} --help`)"
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print a one-line error to stderr and return the Exit to raise."""
+    sys.stderr.write(f"gpudoctor: error: {message}\n")
+    return typer.Exit(code)
 
 
-def stdout_closed() -> bool:
-    """True when file descriptor 1 is closed (Python then sets ``sys.stdout`` to None)."""
-    if sys.stdout is None:
-        return True
+def report_console():
+    """The console reports go to: the terminal's width on a TTY; 120 columns (or $COLUMNS) when piped or
+    saved, so tables do not wrap at 80."""
+    from gpudoctor.reports.console import Console
+
+    if sys.stdout.isatty():
+        return Console()
     try:
-        os.fstat(sys.stdout.fileno())
-    except (OSError, ValueError):
-        return True
-    except Exception:  # a replaced stdout without a file descriptor (tests' CliRunner): usable
-        return False
-    return False
+        width = int(os.environ.get("COLUMNS", "120"))
+    except ValueError:
+        width = 120
+    return Console(width=max(60, width))
 
 
-def pipe_broken_by_framework() -> bool:
-    """True when typer / click met EPIPE itself: it then wraps stdout in a PacifyFlushWrapper and raises
-    ``SystemExit(1)``, which must not read as "findings" (exit 1)."""
-    return type(sys.stdout).__name__ == "PacifyFlushWrapper"
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    github = "github"
+    prometheus = "prometheus"
+    html = "html"
 
 
-def quiet_broken_pipe_exit() -> None:
-    """Exit like a process killed by SIGPIPE, without Python's 'Exception ignored ... BrokenPipeError' at shutdown."""
+def format_option() -> typer.models.OptionInfo:
+    """--format, shared by every report command (scan, check, cluster, smoke, bench, ...)."""
+    return typer.Option(None, "--format", help="Output format: text (default), json (same as --json), junit, "
+                        "github (workflow commands; Markdown summary to $GITHUB_STEP_SUMMARY), prometheus "
+                        "(textfile collector), html (one self-contained page).")
+
+
+def output_option() -> typer.models.OptionInfo:
+    """--output, shared by every report command."""
+    return typer.Option(None, "--output", "-o", help="Write the report (in --format) to this file instead of "
+                        "stdout, atomically (temporary file + rename: safe for node_exporter's textfile collector).")
+
+
+@dataclasses.dataclass(frozen=True)
+class Out:
+    """Where and how a report command writes its report."""
+
+    fmt: str = "text"
+    path: str | None = None
+
+
+def output_spec(fmt: Format | None, json_out: bool, output: str | None) -> Out:
+    """--format / --json / --output as one value; --json with another --format is a usage error."""
+    if json_out and fmt not in (None, Format.json):
+        raise fail(f"--json and --format {fmt.value} disagree; give one")
+    return Out("json" if json_out else (fmt.value if fmt else "text"), output)
+
+
+def write_report(report, out: Out, save: str | None, verbose: bool, renderer, fail_on: FailOn | None = None,
+                 on_save_error=None) -> None:
+    """Save (``--save``, JSON, atomically), then print the report in ``out.fmt`` (text: with ``renderer``, a
+    terminal report function) on stdout or to ``out.path`` (atomically). An unwritable path is a one-line
+    error, exit 2 (after ``on_save_error``)."""
+    from gpudoctor.reports import jsonout
+
+    fail_on = fail_on or FailOn.error
+    if save:
+        try:
+            jsonout.save(report, save)
+        except OSError as exc:
+            if on_save_error is not None:
+                on_save_error()
+            raise fail(f"cannot write {save}: {exc.strerror or exc}") from exc
+    if out.fmt == "text" and out.path is None:
+        renderer(report, report_console(), verbose=verbose)
+        if save:
+            from rich.console import Console
+
+            Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+        return
+    from gpudoctor.reports.outputs import render, write_atomic
+
+    text = render(report, out.fmt, fail_on.value, verbose, renderer, scrub=False)  # callers scrubbed it
+    if out.path is None:
+        sys.stdout.write(text)
+        return
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
+        write_atomic(out.path, text)
+    except OSError as exc:
+        if on_save_error is not None:
+            on_save_error()
+        raise fail(f"cannot write {out.path}: {exc.strerror or exc}") from exc
+
+
+def exit_code(report_or_findings, fail_on: FailOn) -> int:
+    """1 when any finding (of a Report, or a list of findings) is at or above ``fail_on``, else 0."""
+    from gpudoctor.facts.findings import SEVERITY_ORDER
+
+    findings = getattr(report_or_findings, "findings", report_or_findings)
+    if fail_on == FailOn.never:
+        return EXIT_OK
+    bar = SEVERITY_ORDER[fail_on.value]
+    return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
+
+
+def emit(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn,
+         input_errors: list[str] | None = None) -> None:
+    """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
+
+    Every string of the report is scrubbed of secrets first (:mod:`gpudoctor.reports.redact`)."""
+    from gpudoctor.reports.redact import scrub_model
+
+    report = scrub_model(report)
+
+    from gpudoctor.reports.terminal import render
+
+    write_report(report, out, save, verbose, render, fail_on)
+    for msg in input_errors or []:
+        sys.stderr.write(f"gpudoctor: error: {msg}\n")
+    conf = report.snapshot.confirmation
+    if conf is not None and conf.status == "interrupted":  # smoke / bench stopped by Ctrl-C or SIGTERM
+        sys.stderr.write("gpudoctor: interrupted; the report holds what was measured\n")
+        raise typer.Exit(130)
+    raise typer.Exit(EXIT_USAGE if input_errors else exit_code(report, fail_on))
+
+
+def _emit_partial(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn = FailOn.never) -> None:
+    """Report what an interrupted scan found (saved too with --save) and exit 130. ``fail_on`` reaches the
+    formats that state it (Prometheus' gpudoctor_healthy, JUnit failures); the exit code stays 130."""
+    try:
+        emit(report, out, save, verbose, fail_on)
+    except typer.Exit:
         pass
-    os._exit(EXIT_BROKEN_PIPE)
+    raise typer.Exit(130)
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now, so a reader that went away (`| head`) is a quiet SIGPIPE-style exit, not a shutdown error."""
+    from gpudoctor.cli.stdio import quiet_broken_pipe_exit
+
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet_broken_pipe_exit()
+    except OSError as exc:  # > /dev/full: the buffered report could not be written
+        sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror or exc}\n")
+        os._exit(EXIT_USAGE)
+
+
+def run_app(app) -> None:
+    """Run the typer ``app``; turn any unexpected exception into one line and exit 3; EPIPE is a quiet exit 141
+    and a closed stdout one line and exit 2 (:mod:`gpudoctor.cli.stdio`)."""
+    try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover
+        from click import exceptions as cx
+
+    from gpudoctor.cli.stdio import STDOUT_CLOSED, quiet_broken_pipe_exit, stdout_closed
+
+    if stdout_closed():  # `gpudoctor rules >&-`: every command writes its report there
+        sys.stderr.write(f"gpudoctor: error: {STDOUT_CLOSED}\n")
+        sys.exit(EXIT_USAGE)
+    try:
+        rv = app(standalone_mode=False)
+        # --help prints and returns; typer.Exit(code) returns its code in non-standalone mode
+        _flush_stdout()
+        sys.exit(rv if isinstance(rv, int) else 0)
+    except SystemExit:
+        from gpudoctor.cli.stdio import pipe_broken_by_framework
+
+        if pipe_broken_by_framework():  # typer's own EPIPE handling exits 1: make it the quiet EPIPE exit
+            quiet_broken_pipe_exit()
+        _flush_stdout()
+        raise
+    except cx.UsageError as exc:
+        # one line, not click's usage block: "gpudoctor scan: No such option: --frob"
+        from gpudoctor.cli.stdio import usage_error_line
+
+        sys.stderr.write(usage_error_line(exc, sys.argv[1:], typer.main.get_command(app)) + "\n")
+        sys.exit(EXIT_USAGE)
+    except (getattr(cx, "Abort", typer.Abort), typer.Abort):
+        sys.stderr.write("gpudoctor: interrupted\n")
+        sys.exit(130)
+    except cx.ClickException as exc:
+        sys.stderr.write(f"gpudoctor: error: {exc.format_message()}\n")
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        sys.stderr.write("gpudoctor: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        # `gpudoctor ... | head`: the reader went away; exit like a process killed by SIGPIPE, quietly
+        quiet_broken_pipe_exit()
+    except OSError as exc:
+        if getattr(exc, "filename", None) is None and exc.errno is not None:  # writing stdout failed (disk full, ...)
+            sys.stderr.write(f"gpudoctor: error: cannot write the output: {exc.strerror}\n")
+            sys.exit(EXIT_USAGE)
+        sys.stderr.write(f"gpudoctor: internal error: OSError: {exc} (set GPUDOCTOR_DEBUG=1 for the traceback)\n")
+        if os.environ.get("GPUDOCTOR_DEBUG"):
+            raise
+        sys.exit(EXIT_INTERNAL)
+    except Exception as exc:
+        from gpudoctor.pipeline.errors import ScanInterrupted
+
+        if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
+            sys.stderr.write("gpudoctor: interrupted\n")
+            sys.exit(130)
+        # a gpudoctor bug: one line, never a traceback for users
+        sys.stderr.write(f"gpudoctor: internal error: {type(exc).__name__}: {exc} "
+                         f"(set GPUDOCTOR_DEBUG=1 for the traceback)\n")
+        if os.environ.get("GPUDOCTOR_DEBUG"):
+            raise
+        sys.exit(EXIT_INTERNAL)

@@ -9,13 +9,12 @@ import json
 import signal
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from gpudoctor.cli.app import FailOn, emit, fail
+from gpudoctor.cli.app import FailOn, Out, emit, fail
 
 baseline_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                            rich_markup_mode=None, help="Record a fleet baseline on a trusted node.")
@@ -26,12 +25,12 @@ def _utc_now() -> str:
 
 
 def _interpreter(python: str | None) -> str:
-    from gpudoctor.probes.runner import ProbeFailed
-    from gpudoctor.probes.torch_probe import choose_interpreter
+    from gpudoctor.pipeline.errors import PipelineError
+    from gpudoctor.pipeline.perf import interpreter
 
     try:
-        return choose_interpreter(python)
-    except ProbeFailed as exc:
+        return interpreter(python)
+    except PipelineError as exc:
         raise fail(str(exc)) from None
 
 
@@ -56,31 +55,15 @@ def selftest(
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
 ) -> None:
     """The GPU self-test alone: bf16 GEMM and device copies on every GPU at once, judged (rules PRF)."""
-    from gpudoctor.confirm.selftest import run_selftest
-    from gpudoctor.facts.model import ConfirmationFacts, ConfirmDevice
-    from gpudoctor.probes.host import probe_host
-    from gpudoctor.probes.nvml import probe_nvml
-    from gpudoctor.probes.registry import scan as do_scan
-    from gpudoctor.probes.runner import Probe, ProbeOptions
-    from gpudoctor.rules import REGISTRY, evaluate
+    from gpudoctor.pipeline.errors import PipelineError
+    from gpudoctor.pipeline.perf import run_selftest_report
 
     base = _load_baseline(baseline)
-    interp = _interpreter(python)
-    snap = do_scan(ProbeOptions(python=interp), [Probe("host", "host", probe_host),
-                                                 Probe("nvml", "nvml", probe_nvml,
-                                                       timeout_s=lambda o: o.nvml_timeout_s + 5)])
-    if not (snap.nvml and snap.nvml.available and snap.nvml.gpus):
-        raise fail("no NVIDIA GPU to run on (NVML sees none)")
-    t0 = time.monotonic()
-    st = run_selftest(interp, timeout_s=timeout)
-    snap.confirmation = ConfirmationFacts(
-        status="ok" if st.status == "ok" else "failed", reason=st.reason, interpreter=interp, device="cuda",
-        tasks=["selftest"], seconds=round(time.monotonic() - t0, 3), selftest=st, baseline=base, log_dir=None,
-        transport_verdict=None,
-        devices=[ConfirmDevice(rank=g.index, index=g.index, name=g.name, uuid=g.uuid, pci_bus_id=g.pci_bus_id)
-                 for g in st.gpus])
-    snap.duration_s = snap.confirmation.seconds
-    emit(evaluate(snap, only=[r for r in REGISTRY if r.startswith("PRF")]), json_out, save, verbose, fail_on)
+    try:
+        report = run_selftest_report(python, timeout, base)
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
+    emit(report, Out("json" if json_out else "text"), save, verbose, fail_on)
 
 
 def burn(
@@ -213,13 +196,10 @@ def baseline_save(
         host = (snap.get("host") or {}).get("hostname")
         date = snap.get("created_at")
     else:
-        from gpudoctor.confirm.runner import for_scan
-        from gpudoctor.probes.registry import scan as do_scan
-        from gpudoctor.probes.runner import ProbeOptions
+        from gpudoctor.pipeline.perf import confirm_for_baseline
 
-        s = do_scan(ProbeOptions(python=python))
-        conf = for_scan(s, timeout_s=confirm_timeout)
-        host = s.host.hostname if s.host else socket.gethostname()
+        conf, hostname = confirm_for_baseline(python, confirm_timeout)
+        host = hostname or socket.gethostname()
         date = _utc_now()
     if conf.status != "ok" or conf.selftest is None:
         raise fail(f"no usable figures: the confirmation runs {conf.status}"

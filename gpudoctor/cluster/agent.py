@@ -33,283 +33,44 @@ real multi-process run misbehave on one node, and are documented in docs/cluster
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from gpudoctor.cluster.agent_store import (  # noqa: F401 (re-exported)
+    POLL_S,
+    TEST_DELAY,
+    TEST_HANG,
+    TEST_SKEW,
+    AgentError,
+    Excluded,
+    _get,
+    _phase,
+    _present,
+    _put,
+    _test_hang,
+    _wait_count,
+    connect,
+    scan_node,
+)
+from gpudoctor.cluster.collectives import (  # noqa: F401 (re-exported)
+    _delay_for,
+    _Delayed,
+    _now,
+    _short,
+    clock_offsets,
+    confirm,
+)
 from gpudoctor.cluster.launch import LaunchInfo
-from gpudoctor.probes.runner import ProbeOptions
+from gpudoctor.cluster.options import ClusterOptions
 from gpudoctor.reports.redact import scrub_model
-
-TEST_HANG = "GPUDOCTOR_TEST_HANG"
-TEST_DELAY = "GPUDOCTOR_TEST_LINK_DELAY_MS"
-TEST_SKEW = "GPUDOCTOR_TEST_CLOCK_SKEW_MS"
-POLL_S = 0.1
-
-
-class AgentError(Exception):
-    """A failure this rank cannot work around (store unreachable, excluded by rank 0); one-line message."""
-
-
-class Excluded(AgentError):
-    """Rank 0 left this rank out (it was late or silent); not an error of this rank's making."""
-
-    def __init__(self, message: str, store=None):
-        super().__init__(message)
-        self.store = store
-
-
-@dataclass
-class ClusterOptions:
-    """What `gpudoctor cluster` was asked to do (see the command's --help for each option)."""
-
-    cpu: bool = False
-    timeout_s: float = 180.0
-    size_bytes: int | None = None  # None: rules/cluster.toml [message] gpu_mib / cpu_mib
-    iters: int = 20
-    warmup: int = 5
-    rounds: int | None = None  # None: pairing.default_rounds
-    confirm: bool = True
-    probes: list[str] | None = None  # None: every probe of a scan
-    probe_opts: ProbeOptions = field(default_factory=ProbeOptions)
-    expect_nodes: int | None = None
-    expect_hosts: list[str] = field(default_factory=list)
-    min_pair_busbw: float | None = None
-    clock_samples: int = 8
-
-
-# --------------------------------------------------------------------------------------------- store
-
-def _put(store, key: str, obj: Any) -> None:
-    store.set(key, json.dumps(obj))
-
-
-def _get(store, key: str) -> Any:
-    return json.loads(store.get(key))
-
-
-def _wait_count(store, counter: str, target: int, deadline: float) -> int:
-    """Poll the counter ``counter`` until it reaches ``target`` or ``deadline`` (time.monotonic) passes."""
-    while True:
-        got = store.add(counter, 0)
-        if got >= target or time.monotonic() >= deadline:
-            return got
-        time.sleep(POLL_S)
-
-
-def _present(store, keys: list[str]) -> list[str]:
-    return [k for k in keys if store.check([k])]
-
-
-def connect(dist, launch: LaunchInfo, timeout_s: float, op_timeout_s: float):
-    """The c10d store shared by all ranks, under a per-run prefix. Raises AgentError when unreachable.
-
-    ``timeout_s`` bounds connecting (rank 0 may start later than the others); ``op_timeout_s`` each later
-    blocking store call.
-    """
-    td = _dt.timedelta(seconds=timeout_s)
-    try:
-        base = dist.TCPStore(launch.master_addr, launch.master_port, None, launch.host_store, td,
-                             wait_for_workers=False)
-        base.set_timeout(_dt.timedelta(seconds=op_timeout_s))
-    except Exception as exc:  # RuntimeError / DistStoreError / TimeoutError
-        what = "serve" if launch.host_store else "reach"
-        raise AgentError(f"cannot {what} the c10d store at {launch.master_addr}:{launch.master_port} "
-                         f"within {timeout_s:g} s: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
-    return dist.PrefixStore(f"gpudoctor/{launch.run_id}/{launch.restart_count}/", base)
-
-
-def _phase(store, rank: int, name: str) -> None:
-    try:
-        store.set(f"phase/{rank}", name)
-    except Exception:
-        pass
-
-
-def _test_hang(phase: str) -> None:
-    if os.environ.get(TEST_HANG) == phase:
-        while True:  # test-only: behave like a node stuck in this phase until killed
-            time.sleep(3600)
-
-
-# ---------------------------------------------------------------------------------------------- scan
-
-def scan_node(opts: ClusterOptions):
-    """This node's own scan (the usual probes and rules). Returns (Report, seconds)."""
-    from gpudoctor.probes.registry import PROBES, scan
-    from gpudoctor.rules import evaluate
-
-    probes = PROBES if opts.probes is None else [p for p in PROBES if p.name in opts.probes]
-    t0 = time.perf_counter()
-    snap = scan(opts.probe_opts, probes)
-    return evaluate(snap), time.perf_counter() - t0
-
-
-# ----------------------------------------------------------------------------------------- collectives
-
-class _Delayed:
-    """``torch.distributed`` with every all_reduce started late (test-only slow node/link, see module doc)."""
-
-    def __init__(self, dist, delay_s: float):
-        self._dist, self._delay = dist, delay_s
-
-    def all_reduce(self, *args, **kwargs):
-        time.sleep(self._delay)
-        return self._dist.all_reduce(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._dist, name)
-
-
-def _delay_for(peer_node: int | None) -> float:
-    """Seconds of injected delay for an all-reduce with ``peer_node`` (None = the all-node all-reduce)."""
-    raw = os.environ.get(TEST_DELAY, "").strip()
-    if not raw:
-        return 0.0
-    ms, _, only = raw.partition("@")
-    if only and (peer_node is None or str(peer_node) != only.strip()):
-        return 0.0
-    return float(ms) / 1e3
-
-
-def _now() -> float:
-    """Wall clock, s since the epoch (plus the test-only skew)."""
-    return time.time() + float(os.environ.get(TEST_SKEW, "0") or 0) / 1e3
-
-
-def clock_offsets(dist, torch, me: int, leaders: list[int], samples: int) -> dict[int, tuple[float, float]]:
-    """Rank 0 ping-pongs each leader in turn (pg ranks); returns {pg rank: (offset ms, uncertainty ms)} on rank 0.
-
-    Each sample: rank 0 sends, the peer stamps its wall clock and answers; the peer's clock minus the midpoint
-    of rank 0's send/receive times is the offset, half the round trip its uncertainty (the NTP/Cristian method).
-    The sample with the shortest round trip is kept.
-    """
-    buf = torch.zeros(1, dtype=torch.float64)
-    out: dict[int, tuple[float, float]] = {}
-    if me == 0:
-        for peer in leaders:
-            if peer == 0:
-                continue
-            best = None
-            for _ in range(samples):
-                t0 = _now()
-                p0 = time.perf_counter()
-                buf[0] = t0
-                dist.send(buf, dst=peer)
-                dist.recv(buf, src=peer)
-                rtt = time.perf_counter() - p0
-                off = float(buf[0]) - (t0 + rtt / 2)
-                if best is None or rtt < best[1]:
-                    best = (off, rtt)
-            out[peer] = (best[0] * 1e3, best[1] / 2 * 1e3)
-    elif me in leaders:
-        for _ in range(samples):
-            dist.recv(buf, src=0)
-            buf[0] = _now()
-            dist.send(buf, dst=0)
-    return out
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
-
-
-def confirm(dist, torch, store, plan: dict, rank: int, launch: LaunchInfo, opts: ClusterOptions) -> dict:
-    """Run this rank's part of the confirmation runs; returns its result dict (and, on rank 0, clock offsets)."""
-    from gpudoctor.confirm.collectives import time_allreduce
-
-    members: list[int] = plan["members"]
-    idx = {r: i for i, r in enumerate(members)}
-    me = idx[rank]
-    node_of = {int(r): n for r, n in plan["node_of"].items()}
-    result: dict[str, Any] = {"allreduce": None, "pairs": [], "clock": {}}
-    device = torch.device("cuda", launch.local_rank % max(torch.cuda.device_count(), 1)) \
-        if plan["device"] == "cuda" else torch.device("cpu")
-    if plan["device"] == "cuda":
-        torch.cuda.set_device(device)
-    numel = max(plan["size_bytes"] // 4, 1)
-    global_ok = True
-    leaders = [idx[r] for r in plan["leaders"]]
-
-    phase_s: dict[str, float] = {}
-    result["phase_s"] = phase_s
-    t0 = time.perf_counter()
-    _phase(store, rank, "clock")
-    try:
-        offs = clock_offsets(dist, torch, me, leaders, opts.clock_samples)
-        result["clock"] = {str(members[k]): v for k, v in offs.items()}
-    except Exception as exc:
-        result["clock_error"] = _short(exc)
-        global_ok = False
-
-    phase_s["clock"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    _phase(store, rank, "allreduce")
-    ar: dict[str, Any] = {}
-    if global_ok:
-        try:
-            t = torch.zeros(numel, dtype=torch.float32, device=device)
-            ar["seconds"] = time_allreduce(_Delayed(dist, _delay_for(None)), t, plan["iters"], plan["warmup"],
-                                          groups=plan["iters"])
-            n = len(members)
-            chk = torch.full((1024,), float(me + 1), dtype=torch.float32, device=device)
-            dist.all_reduce(chk)
-            ar["correct"] = bool((chk == n * (n + 1) / 2).all().item())
-            del t
-        except Exception as exc:
-            ar["error"] = _short(exc)
-            global_ok = False
-    else:
-        ar["error"] = "skipped: the clock test on the same process group failed"
-    result["allreduce"] = ar
-    phase_s["allreduce"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-
-    rounds = plan["rounds"]
-    for i, rnd in enumerate(rounds):
-        _phase(store, rank, f"pairs {i + 1}/{len(rounds)}")
-        if global_ok:
-            try:
-                dist.barrier()  # all pairs of a round start together
-            except Exception:
-                global_ok = False
-        mine = [p for p in rnd if rank in p]
-        if not mine:
-            continue
-        a, b = mine[0]
-        peer = b if rank == a else a
-        entry: dict[str, Any] = {"round": i, "peer": peer}
-        grp = None
-        try:
-            grp = dist.new_group([idx[a], idx[b]], use_local_synchronization=True,
-                                 timeout=_dt.timedelta(seconds=opts.timeout_s))
-            t = torch.zeros(numel, dtype=torch.float32, device=device)
-            entry["seconds"] = time_allreduce(_Delayed(dist, _delay_for(node_of.get(peer))), t, plan["iters"],
-                                              plan["warmup"], group=grp, groups=plan["iters"])
-        except Exception as exc:
-            entry["error"] = _short(exc)
-        finally:
-            if grp is not None:
-                try:
-                    dist.destroy_process_group(grp)
-                except Exception:
-                    pass
-        result["pairs"].append(entry)
-    if plan["device"] == "cuda":
-        torch.cuda.synchronize()
-    phase_s["pairs"] = time.perf_counter() - t0
-    return result
-
 
 # ----------------------------------------------------------------------------------------------- run
 
 def default_size(cpu: bool) -> int:
-    from gpudoctor.rules import data
+    from gpudoctor.compat import data
 
     msg = data.load("cluster")["message"]
     return int(float(msg["cpu_mib" if cpu else "gpu_mib"]) * 1024 * 1024)
@@ -391,7 +152,7 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
         try:
             store.wait(["plan"], _dt.timedelta(seconds=opts.timeout_s * 2 + 30))
         except Exception:
-            raise AgentError(f"rank 0 posted no plan within {opts.timeout_s * 2 + 30:g} s (is rank 0 alive?)")
+            raise AgentError(f"rank 0 posted no plan within {opts.timeout_s * 2 + 30:g} s (is rank 0 alive?)") from None
         plan = _get(store, "plan")
         if rank not in plan["members"]:
             raise Excluded(f"rank {rank} was left out by rank 0 (it reported too late); rank 0's report names it",
@@ -450,7 +211,7 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
             labels[r] = n.label
     allreduce = pairwise = None
     if plan["confirm"] and len(members) > 1:
-        from gpudoctor.rules import data
+        from gpudoctor.compat import data
 
         allreduce = assemble.allreduce_result(plan, results, nodes=len(plan["leaders"]))
         own = results.get(0, {}).get("phase_s", {})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudoctor.compat import tables as T
-from gpudoctor.rules.versions import arch_covers, cc_tuple, vtuple
+from gpudoctor.compat.versions import arch_covers, cc_tuple, vtuple
 
 PASS, CAVEAT, FAIL, UNKNOWN = "pass", "caveat", "fail", "unknown"
 
@@ -41,11 +41,6 @@ class Verdict:
 
 def _note(status: str, what: str) -> list[str]:
     return [] if status == "verified" else [f"{what} is {status} in gpudoctor's tables"]
-
-
-def _fmt_cc(cc: str) -> str:
-    t = cc_tuple(cc)
-    return f"{t[0]}.{t[1]} (sm_{t[0]}{t[1]})" if t else str(cc)
 
 
 def mvc_caveat_text() -> str:

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudoctor.rules import data
-from gpudoctor.rules.versions import cc_tuple, vtuple
+from gpudoctor.compat import data
+from gpudoctor.compat.versions import cc_tuple, vtuple
 
 FILES = ("compat_cuda", "compat_gpus", "compat_torch")
 

@@ -17,7 +17,7 @@ from xml.etree import ElementTree as ET
 from gpudoctor.compat import check as C
 from gpudoctor.compat import tables as T
 from gpudoctor.compat.pins import TorchPin
-from gpudoctor.rules.versions import cc_tuple
+from gpudoctor.compat.versions import cc_tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -347,7 +347,7 @@ def render_junit(results: list[Result]) -> str:
 
 
 def _gh_escape(s: str, prop: bool = False) -> str:
-    from gpudoctor.reports.github import escape_data, escape_property  # one definition of the runner's escaping
+    from gpudoctor.compat.ghactions import escape_data, escape_property  # one definition of the runner's escaping
 
     return escape_property(s) if prop else escape_data(s)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from gpudoctor.confirm.collectives import bandwidths, spread
+from gpudoctor.facts.confirmation import attribute_loss, transport_verdict  # noqa: F401 (re-exported)
 from gpudoctor.facts.model import (
     AllReduceResult,
     ConfirmDevice,
@@ -141,25 +141,6 @@ def ddp_result(rank_results: dict[int, dict], world_size: int) -> DdpResult | No
                      memory=memory)
 
 
-def attribute_loss(d: DdpResult) -> dict[str, Any] | None:
-    """Split the time lost to scaling into communication and computation (checklist C8).
-
-    With Tn the DDP step, Tn_nosync the same step without gradient all-reduce (DDP no_sync) and
-    T1* the ideal per-rank step (T1 for weak scaling, T1/n for strong): communication = Tn -
-    Tn_nosync (all-reduce not hidden behind backward), computation = Tn_nosync - T1* (each rank
-    computing slower than one device alone: shared CPU, memory, clocks, PCIe). The all-reduce of
-    the gradient size is the upper bound of what communication can cost. Seconds.
-    """
-    if d.single is None or d.nosync_step_s is None:
-        return None
-    t1_ideal = d.single.step_s.median * (d.per_rank_batch / d.single.batch)
-    comm = max(0.0, d.step.step_s.median - d.nosync_step_s.median)
-    comp = max(0.0, d.nosync_step_s.median - t1_ideal)
-    return {"lost_s": max(0.0, d.step.step_s.median - t1_ideal), "communication_s": comm, "computation_s": comp,
-            "t1_ideal_s": t1_ideal, "dominant": "communication" if comm >= comp else "computation",
-            "grad_allreduce_s": d.grad_allreduce_s.median if d.grad_allreduce_s else None}
-
-
 # --- how a run ended ---------------------------------------------------------------------------------
 def nccl_warnings(text: str, limit: int = 8) -> list[str]:
     """The last ``limit`` 'NCCL WARN' lines of an NCCL log (host/pid prefixes kept, whitespace trimmed)."""
@@ -232,24 +213,3 @@ def run_message(status: str, ranks: list[RankStatus], timeout_s: float, culprit_
 
 def _ranks(rs: list[int]) -> str:
     return ", ".join(str(r) for r in rs)
-
-
-def transport_verdict(p2p_disabled_ok: bool, shm_disabled_ok: bool) -> tuple[str, str]:
-    """Which NCCL transport the two re-runs blame: (verdict, sentence).
-
-    NCCL uses P2P (NVLink or PCIe peer-to-peer) between GPUs that can reach each other, SHM (host
-    shared memory) where P2P is not possible, and the network otherwise (NCCL user guide, env
-    variables NCCL_P2P_DISABLE / NCCL_SHM_DISABLE).
-    """
-    if p2p_disabled_ok and not shm_disabled_ok:
-        return "p2p", ("the P2P transport (NVLink / PCIe peer-to-peer) is at fault: the run passes with "
-                       "NCCL_P2P_DISABLE=1 and fails with NCCL_SHM_DISABLE=1")
-    if shm_disabled_ok and not p2p_disabled_ok:
-        return "shm", ("the SHM transport (host shared memory, /dev/shm) is at fault: the run passes with "
-                       "NCCL_SHM_DISABLE=1 and fails with NCCL_P2P_DISABLE=1")
-    if p2p_disabled_ok and shm_disabled_ok:
-        return "either", ("inconclusive: the run passes with either transport disabled (an intermittent fault, or one "
-                          "in the path both change)")
-    return "neither", ("not a P2P or SHM transport fault: the run fails with either disabled (look at the GPU, "
-                       "driver, NCCL version or the workload itself)")
-

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-MiB = 1024 ** 2
-GiB = 1024 ** 3
+from gpudoctor.facts.units import GiB, MiB, fmt_size  # noqa: F401 (fmt_size re-exported for the worker)
+
 #: the largest message size accepted (--sizes)
 MAX_SIZE = 256 * GiB
 
@@ -73,15 +73,6 @@ def parse_size(text: str) -> int:
     if val > MAX_SIZE:
         raise ValueError(f"size {text!r} is above {fmt_size(MAX_SIZE)}, more than any GPU holds")
     return val
-
-
-def fmt_size(n: int) -> str:
-    """Bytes as a short human label: 1048576 -> '1 MiB', 438057192 -> '418 MiB'."""
-    for unit, mult in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
-        if n >= mult:
-            v = n / mult
-            return f"{v:.0f} {unit}" if abs(v - round(v)) < 0.05 or v >= 100 else f"{v:.1f} {unit}"
-    return f"{n} B"
 
 
 def normalize_dtype(name: str) -> str:

@@ -53,11 +53,3 @@ def parse_document(text: str, name: str = "<input>") -> Snapshot:
         except Exception:  # the saved values stay; a derivation bug must not make the report unreadable
             pass
     return out
-
-
-def load_path(path: str) -> Snapshot:
-    """The Snapshot of a saved report file. Raises InputError (one line naming the file) when it is
-    unreadable, empty, too large, binary, or not a gpudoctor report."""
-    from gpudoctor.facts.offline import read_text  # same size / binary / empty checks as `check`
-
-    return parse_document(read_text(path), path)

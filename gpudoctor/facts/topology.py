@@ -6,23 +6,50 @@ Pure functions over facts (no probing, no printing):
 - :func:`build_link_classes`: the link-class table (meaning, GB/s per direction, basis,
   source) from ``rules/topology.toml``;
 - :func:`allreduce_ms`: the ring all-reduce time of a message over a link;
-- :func:`topology_from_text`: TopologyFacts from pasted `nvidia-smi topo -m` and/or
-  `lspci -vvv` text (for offline checks of text dumps).
+- :func:`link_class`, :func:`speed_to_gen`: the relation and PCIe-generation definitions the parsers use.
 
 Units: GB/s = 1e9 bytes/s per direction; ms.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from gpudoctor.compat import data
 from gpudoctor.facts.model import LinkClass, NvmlFacts, PcieDevice, TopologyFacts, TopoPair
 
 CLASS_ORDER = ["NV", "PIX", "PXB", "PHB", "NODE", "SYS"]
 
+# Closeness order used to rank paths (smaller = closer). NV# beats every PCIe path.
+RELATION_RANK = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
+
+
+def link_class(rel: str | None) -> str | None:
+    """'NV12' -> 'NV', 'PIX' -> 'PIX', 'SOC' -> 'SYS'; None stays None."""
+    if rel is None:
+        return None
+    if rel.startswith("NV"):
+        return "NV"
+    return "SYS" if rel == "SOC" else rel
+
+
+def nvlink_count(rel: str | None) -> int:
+    """Number of bonded NVLinks in an 'NV#' relation, 0 for anything else."""
+    return int(rel[2:]) if rel and rel.startswith("NV") and rel[2:].isdigit() else 0
+
+
+# PCIe generation -> GT/s per lane (PCI-SIG; table in rules/topology.toml with sources)
+GEN_SPEED_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
+
+
+def speed_to_gen(gts: float | None) -> int | None:
+    """GT/s per lane -> PCIe generation (2.5 -> 1, 32 -> 5); None when unknown."""
+    if gts is None:
+        return None
+    for gen, s in GEN_SPEED_GTS.items():
+        if abs(s - gts) < 0.05:
+            return gen
+    return None
+
 
 def _tbl() -> dict:
-    from gpudoctor.rules import data  # lazy: gpudoctor.rules imports the TOP rules, which import this module
-
     return data.load("topology")
 
 
@@ -31,8 +58,6 @@ def pcie_gbs(gts: float | None, width: int | None) -> float | None:
 
     Source: rules/topology.toml [pcie] (PCIe generation table, compat-research.md 7a).
     """
-    from gpudoctor.parsers.lspci import speed_to_gen
-
     gen = speed_to_gen(gts)
     if gen is None or not width:
         return None
@@ -41,15 +66,11 @@ def pcie_gbs(gts: float | None, width: int | None) -> float | None:
 
 
 def link_class_of(rel: str | None) -> str | None:
-    """'NV12' -> 'NV', 'SOC' -> 'SYS' (see gpudoctor.parsers.topo.link_class)."""
-    from gpudoctor.parsers.topo import link_class
-
+    """'NV12' -> 'NV', 'SOC' -> 'SYS' (see :func:`link_class`)."""
     return link_class(rel)
 
 
 def gen_of(gts: float | None) -> int | None:
-    from gpudoctor.parsers.lspci import speed_to_gen
-
     return speed_to_gen(gts)
 
 
@@ -155,37 +176,20 @@ def build_link_classes(topo: TopologyFacts | None, nvml: NvmlFacts | None) -> li
     return out
 
 
-@dataclass
-class PairView:
-    """One GPU pair as every source sees it."""
-
-    a: int
-    b: int
-    relation: str | None = None          # topo -m: NV12, PIX, ..., SYS
-    nvml_ancestor: str | None = None     # NVML common ancestor: PIX ... SYS
-    p2p: dict = field(default_factory=dict)  # NVML P2P status per capability
-
-    @property
-    def link_class(self) -> str | None:
-        from gpudoctor.parsers.topo import link_class
-
-        if self.relation:
-            return link_class(self.relation)
-        if self.p2p.get("nvlink") == "OK":
-            return "NV"
-        return self.nvml_ancestor if self.nvml_ancestor not in (None, "X") else None
-
-    @property
-    def p2p_ok(self) -> bool | None:
-        """P2P possible (NVML read and write OK); None when NVML did not say."""
-        if not self.p2p:
-            return None
-        return self.p2p.get("read") == "OK" and self.p2p.get("write") == "OK"
+def pair_link_class(relation: str | None, nvml_ancestor: str | None, p2p: dict[str, str]) -> str | None:
+    """A pair's link class: topo -m's relation, else NVLink when NVML's P2P status says so, else NVML's common
+    ancestor (PIX ... SYS); None when no source says."""
+    if relation:
+        return link_class(relation)
+    if p2p.get("nvlink") == "OK":
+        return "NV"
+    return nvml_ancestor if nvml_ancestor not in (None, "X") else None
 
 
-def gpu_pairs(topo: TopologyFacts | None) -> list[PairView]:
-    """Every GPU pair from the topo matrix and/or NVML pairs (indices are GPU numbers)."""
-    out: dict[tuple[int, int], PairView] = {}
+def gpu_pairs(topo: TopologyFacts | None) -> list[TopoPair]:
+    """Every GPU pair from the topo matrix and/or NVML pairs (indices are GPU numbers), with its link class;
+    ``bandwidth_gbs`` is filled by :func:`finish`."""
+    out: dict[tuple[int, int], TopoPair] = {}
     if topo is None:
         return []
     m = topo.matrix
@@ -194,10 +198,12 @@ def gpu_pairs(topo: TopologyFacts | None) -> list[PairView]:
         for x, a in enumerate(gpus):
             for b in gpus[x + 1:]:
                 ia, ib = int(a[3:]), int(b[3:])
-                out[(ia, ib)] = PairView(ia, ib, relation=m.rel(a, b))
+                out[(ia, ib)] = TopoPair(a=ia, b=ib, relation=m.rel(a, b))
     for p in topo.nvml_pairs:
-        v = out.setdefault((p.a, p.b), PairView(p.a, p.b))
-        v.nvml_ancestor, v.p2p = p.common_ancestor, dict(p.p2p)
+        v = out.setdefault((p.a, p.b), TopoPair(a=p.a, b=p.b))
+        v.nvml_common_ancestor, v.p2p = p.common_ancestor, dict(p.p2p)
+    for v in out.values():
+        v.link_class = pair_link_class(v.relation, v.nvml_common_ancestor, v.p2p)
     return [out[k] for k in sorted(out)]
 
 
@@ -215,8 +221,8 @@ def finish(topo: TopologyFacts, nvml: NvmlFacts | None = None) -> TopologyFacts:
         b = bw.get(cls) if cls else None
         if cls == "NV" and p.relation and p.relation[2:].isdigit() and per_link:
             b = round(per_link * int(p.relation[2:]), 2)
-        pairs.append(TopoPair(a=p.a, b=p.b, relation=p.relation, link_class=cls, nvml_common_ancestor=p.nvml_ancestor,
-                              p2p=p.p2p, bandwidth_gbs=b))
+        p.bandwidth_gbs = b
+        pairs.append(p)
     topo.pairs = pairs
     return topo
 
@@ -255,30 +261,3 @@ def nvlink_components(topo: TopologyFacts, n: int) -> list[set[int]]:
         groups.setdefault(find(i), set()).add(i)
     return list(groups.values())
 
-
-def topology_from_text(topo_text: str | None = None, lspci_text: str | None = None) -> TopologyFacts:
-    """TopologyFacts from pasted text (for `gpudoctor check` on text dumps).
-
-    Raises gpudoctor.parsers.topo.ParseError when a given text cannot be parsed.
-    """
-    from gpudoctor.parsers.lspci import parse_lspci
-    from gpudoctor.parsers.topo import parse_topo_matrix
-
-    facts = TopologyFacts(source="pasted text: " + ", ".join(
-        x for x, t in (("nvidia-smi topo -m", topo_text), ("lspci -vvv", lspci_text)) if t))
-    if topo_text is not None:
-        facts.matrix = parse_topo_matrix(topo_text)
-    if lspci_text is not None:
-        facts.lspci_available = True
-        for n, p in enumerate(parse_lspci(lspci_text)):
-            state = "unknown"
-            if p.acs_ctl is not None:
-                state = "enabled" if p.acs_redirect else "disabled"
-            elif p.caps_access_denied:
-                state = "needs_root"
-            facts.pcie.append(PcieDevice(
-                bdf=p.bdf or f"unnamed-{n + 1}", kind=p.kind if p.bdf else ("bridge" if p.is_bridge else "other"),
-                name=p.name, link_speed_gts=p.lnksta_speed_gts, link_speed_max_gts=p.lnkcap_speed_gts,
-                link_width=p.lnksta_width, link_width_max=p.lnkcap_width, downgraded=p.downgraded,
-                acs_ctl=p.acs_ctl, acs_cap=p.acs_cap, acs_state=state, driver=p.driver, source="lspci -vvv"))
-    return finish(facts)

@@ -39,8 +39,9 @@ def as_json(findings: list[LintFinding], errors: list[str], files: int) -> str:
 
 
 def _gh_escape(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return s.replace(":", "%3A").replace(",", "%2C") if prop else s
+    from gpudoctor.compat.ghactions import escape_data, escape_property
+
+    return escape_property(s) if prop else escape_data(s)
 
 
 def github(findings: list[LintFinding], errors: list[str], files: int) -> str:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpudoctor.facts.env import collect_env
 from gpudoctor.facts.model import CpuFacts, EnvFacts, GpuFacts, HostFacts, NvmlFacts, TorchFacts
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean, clip, na, to_bool
-from gpudoctor.probes.env import collect_env
 
 SOURCE = "collect_env"
 _KV = re.compile(r"^([A-Za-z][A-Za-z0-9 _()/.+-]{1,60}?)\s*:\s?(.*)$")
@@ -138,7 +138,9 @@ def _torch(keys: dict[str, str], packages: dict[str, str], warn: str | None) -> 
         t.interpreter_version = py.split()[0]
     if "cuda used to build pytorch" in keys:
         c = keys["cuda used to build pytorch"]
-        if c.strip().lower() in ("none", "n/a"):
+        if c.strip().lower() in ("none", "n/a") or (t.installed and c.strip().lower() == "could not collect"):
+            # collect_env prints torch.version.cuda, and "Could not collect" for its None: a CPU-only (or ROCm)
+            # build -- a known fact (TRC002), not a missing one (torch/utils/collect_env.py, replace_nones)
             t.cuda = None
         elif not na(c):
             t.cuda = c.strip()

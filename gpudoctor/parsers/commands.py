@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
+from gpudoctor.facts.env import redact
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean
-from gpudoctor.probes.env import redact
 
 _CMD = re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?((?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun|"
                   r"mpirun|torchrun|kubectl)\b.*)$")

@@ -20,8 +20,9 @@ GD_TEXT = "gpudoctor text report"
 GD_CLUSTER = "gpudoctor cluster report (JSON)"
 GD_VERSIONCHECK = "gpudoctor cuda-version-check output"
 GD_STREAM = "gpudoctor probe stream (JSON lines)"
+GD_FORMAT = "gpudoctor report in a machine format (JUnit, Prometheus, HTML, GitHub) or gpudoctor lint output"
 OTHER_JSON = "JSON (not a gpudoctor report)"
-OWN_OUTPUTS = (GD_TEXT, GD_CLUSTER, GD_VERSIONCHECK, GD_STREAM, OTHER_JSON)
+OWN_OUTPUTS = (GD_TEXT, GD_CLUSTER, GD_VERSIONCHECK, GD_STREAM, GD_FORMAT, OTHER_JSON)
 
 #: the first line of every terminal report gpudoctor prints (scan, check, smoke, bench, cluster), e.g.
 #: "gpudoctor 0.1.0 · 2026-11-29T13:18:51+00:00" or "gpudoctor 0.1.0 · cluster report · 2026-...": anywhere in the
@@ -31,6 +32,12 @@ _GD_HEADER = re.compile(r"\A(?:[^\n]*\n){0,5}?[ \t]*gpudoctor \d+\.\d+\S* · (?:
 _GD_CVC = re.compile(r"^(?:::(?:error|warning) [^\n]*title=gpudoctor cuda-version-check"
                      r"|(?:PASS|FAIL)  torch \S+ [^\n]* on )"
                      r"|<testsuite [^>]*name=\"gpudoctor cuda-version-check\"", re.M)
+
+#: the marks of `--format junit|prometheus|html|github` (gpudoctor/reports/) and of `gpudoctor lint`'s text and
+#: github output: each quotes rule titles, evidence and remedies, so it is never read as an error log
+_GD_FORMAT = re.compile(r"<testsuites [^>]*name=\"gpudoctor\"|^# (?:HELP|TYPE) gpudoctor_\w+ |<title>gpudoctor report"
+                        r"|^::(?:error|warning|notice) [^\n]*title=(?:gpudoctor [A-Z]{3}\d{3}|LNT\d{3})"
+                        r"|^\S+:\d+:\d+ LNT\d{3} ", re.M)
 
 
 def _json_kind(text: str) -> str:
@@ -138,6 +145,8 @@ def detect(text: str) -> list[str]:
         return [GD_TEXT]
     if _GD_CVC.search(text):
         return [GD_VERSIONCHECK]
+    if _GD_FORMAT.search(text):
+        return [GD_FORMAT]
     kinds = [kind for kind, rx in _RULES if rx.search(text)]
     if SMI_XML in kinds:
         return [SMI_XML]

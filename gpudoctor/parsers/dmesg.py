@@ -53,7 +53,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     joined = join_nvrm(text)
     log = KernelLog(joined_text=joined)
     for line in joined.split("\n"):
-        if "NVRM:" not in line:  # cheap test first: kernel logs of any size (facts/stream.py)
+        if "NVRM:" not in line:  # cheap test first: kernel logs of any size (parsers/stream.py)
             continue
         x = _XID.search(line) if "Xid" in line else None
         if x:

@@ -1,16 +1,16 @@
 """``env`` / ``printenv`` / ``export -p`` output -> EnvFacts.
 
-Uses the live env probe's own filter and redaction (:func:`gpudoctor.probes.env.collect_env`), so a
+Uses the live env probe's own filter and redaction (:func:`gpudoctor.facts.env.collect_env`), so a
 saved dump and a live scan keep the same variables and never show a secret.
 """
 from __future__ import annotations
 
 import re
 
+from gpudoctor.facts.env import collect_env
 from gpudoctor.facts.model import EnvFacts
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean
-from gpudoctor.probes.env import collect_env
 
 _VAR = re.compile(r"^(?:export\s+|declare -x\s+|setenv\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpudoctor.facts.topology import GEN_SPEED_GTS, speed_to_gen
 from gpudoctor.parsers.topo import ParseError, strip_ansi
 
 __all__ = ["ParseError", "PciDevice", "parse_lspci", "normalize_bdf", "GEN_SPEED_GTS", "speed_to_gen"]
 
-# PCIe generation -> GT/s per lane (PCI-SIG; table in rules/topology.toml with sources)
-GEN_SPEED_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
 
 _HEADER = re.compile(r"^(?:(?P<dom>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\."
                      r"(?P<fn>[0-7])\s+(?P<cls>[^:]+?):\s*(?P<desc>.*)$")
@@ -37,16 +36,6 @@ _FLAG = re.compile(r"([A-Za-z][A-Za-z0-9]*)([+-])")
 _EXPRESS = re.compile(r"Express\s*\(v\d\)\s+(Root Port|Upstream Port|Downstream Port|Endpoint|Legacy Endpoint|"
                       r"Root Complex Integrated Endpoint|PCI-Express to PCI/PCI-X Bridge|PCI/PCI-X to PCI-Express Bridge)")
 ACS_FLAGS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
-
-
-def speed_to_gen(gts: float | None) -> int | None:
-    """GT/s per lane -> PCIe generation (2.5 -> 1, 32 -> 5); None when unknown."""
-    if gts is None:
-        return None
-    for gen, s in GEN_SPEED_GTS.items():
-        if abs(s - gts) < 0.05:
-            return gen
-    return None
 
 
 def normalize_bdf(text: str) -> str:

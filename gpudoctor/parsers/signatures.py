@@ -50,7 +50,7 @@ def compiled(entries: tuple[tuple[str, str], ...]) -> tuple[tuple[str, re.Patter
 
 def catalogue() -> list[dict[str, Any]]:
     """The [[signature]] entries of rules/signatures.toml."""
-    from gpudoctor.rules import data
+    from gpudoctor.compat import data
 
     return list(data.load("signatures").get("signature", []))
 

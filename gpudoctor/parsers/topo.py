@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from gpudoctor.facts.model import TopoDeviceInfo, TopoMatrix
+from gpudoctor.facts.topology import RELATION_RANK, link_class, nvlink_count
 
 __all__ = ["ParseError", "TopoMatrix", "parse_topo_matrix", "RELATION_RANK", "link_class", "nvlink_count"]
 
@@ -40,22 +41,6 @@ _NUMA = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 _P2P_LEGEND = re.compile(r"CNS\s*=\s*Chipset not supported|GNS\s*=\s*GPU not supported")
 _LEGEND_ENTRY = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
-# Closeness order used to rank paths (smaller = closer). NV# beats every PCIe path.
-RELATION_RANK = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
-
-
-def link_class(rel: str | None) -> str | None:
-    """'NV12' -> 'NV', 'PIX' -> 'PIX', 'SOC' -> 'SYS'; None stays None."""
-    if rel is None:
-        return None
-    if rel.startswith("NV"):
-        return "NV"
-    return "SYS" if rel == "SOC" else rel
-
-
-def nvlink_count(rel: str | None) -> int:
-    """Number of bonded NVLinks in an 'NV#' relation, 0 for anything else."""
-    return int(rel[2:]) if rel and rel.startswith("NV") and rel[2:].isdigit() else 0
 
 
 def _norm(rel: str) -> str:
@@ -132,7 +117,7 @@ def _affinity(values: list[str], columns: list[str], label: str, warnings: list[
     if len(values) != len(columns):
         warnings.append(f"{label}: {len(values)} values for {len(columns)} affinity columns; affinity not read")
         return out
-    for col, val in zip(columns, values):
+    for col, val in zip(columns, values, strict=False):
         v = None if val.upper() in ("N/A", "[N/A]") else val
         if v is not None:
             pat = _CPU_LIST if col == "CPU Affinity" else _NUMA

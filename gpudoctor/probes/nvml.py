@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from gpudoctor.facts.model import GpuFacts, NvmlFacts
+from gpudoctor.facts.protocol import check_gpu_key
 from gpudoctor.probes.runner import ProbeFailed
 from gpudoctor.probes.subproc import CmdResult, run_cmd
 from gpudoctor.probes.sysfs import read_int, read_text
@@ -59,7 +60,7 @@ def assemble(lines: Iterable[str]) -> tuple[NvmlFacts, str | None, bool]:
         elif t in ("gpu", "unsupported", "err") and isinstance(msg.get("i"), int):
             g = gpus.setdefault(msg["i"], {"index": msg["i"], "unsupported": [], "errors": {}})
             if t == "gpu":
-                g[msg["k"]] = msg.get("v")
+                g[check_gpu_key(msg["k"])] = msg.get("v")  # a misspelled field is an error, not lost
             elif t == "unsupported":
                 g["unsupported"].append(msg["k"])
             else:

@@ -34,17 +34,21 @@ import json
 import os
 import sys
 
-CLOCK_EVENT_REASONS = [
-    (0x1, "GpuIdle"),
-    (0x2, "ApplicationsClocksSetting"),
-    (0x4, "SwPowerCap"),
-    (0x8, "HwSlowdown"),
-    (0x10, "SyncBoost"),
-    (0x20, "SwThermalSlowdown"),
-    (0x40, "HwThermalSlowdown"),
-    (0x80, "HwPowerBrakeSlowdown"),
-    (0x100, "DisplayClockSetting"),
-]
+
+def _load_facts_module(name):
+    """gpudoctor/facts/<name>.py (stdlib only), loaded by path: this script runs outside the package."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "facts", name + ".py")
+    spec = importlib.util.spec_from_file_location("_gpudoctor_" + name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # TypedDict / dataclass resolution needs the module registered
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_CLOCK_REASONS = _load_facts_module("clock_reasons")
+_PROTOCOL = _load_facts_module("protocol")
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 NVLINK_MAX_LINKS = 18
 
@@ -55,7 +59,7 @@ def emit(obj):
 
 
 def decode_reasons(mask):
-    return [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+    return _CLOCK_REASONS.decode(mask)
 
 
 def _dec(v):
@@ -73,32 +77,32 @@ def topology(pynvml, count):
     """GPU pairs (common ancestor, P2P status) and NVLink details."""
     handles = {}
     for i in range(count):
-        emit({"t": "step", "name": "gpu%d.nvmlDeviceGetHandleByIndex" % i})
+        emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetHandleByIndex"})
         try:
             handles[i] = pynvml.nvmlDeviceGetHandleByIndex(i)
             emit({"t": "gpu", "i": i, "k": "pci_bus_id", "v": _dec(pynvml.nvmlDeviceGetPciInfo(handles[i]).busId)})
         except Exception as exc:
-            emit({"t": "err", "i": i, "k": "handle", "v": "%s %s" % (type(exc).__name__, exc)})
+            emit({"t": "err", "i": i, "k": "handle", "v": f"{type(exc).__name__} {exc}"})
     idx = sorted(handles)
     for x, a in enumerate(idx):
         for b in idx[x + 1:]:
-            emit({"t": "step", "name": "pair%d-%d.nvmlDeviceGetTopologyCommonAncestor" % (a, b)})
+            emit({"t": "step", "name": f"pair{a}-{b}.nvmlDeviceGetTopologyCommonAncestor"})
             try:
                 v = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b]))
                 emit({"t": "pair", "a": a, "b": b, "k": "common_ancestor", "v": v})
             except Exception as exc:
-                emit({"t": "pair_err", "a": a, "b": b, "k": "common_ancestor", "v": "%s %s" % (type(exc).__name__, exc)})
+                emit({"t": "pair_err", "a": a, "b": b, "k": "common_ancestor", "v": f"{type(exc).__name__} {exc}"})
             for name, cap in P2P_CAPS:
-                emit({"t": "step", "name": "pair%d-%d.nvmlDeviceGetP2PStatus(%s)" % (a, b, name)})
+                emit({"t": "step", "name": f"pair{a}-{b}.nvmlDeviceGetP2PStatus({name})"})
                 try:
                     v = int(pynvml.nvmlDeviceGetP2PStatus(handles[a], handles[b], cap))
                     emit({"t": "pair", "a": a, "b": b, "k": "p2p_" + name, "v": v})
                 except Exception as exc:
-                    emit({"t": "pair_err", "a": a, "b": b, "k": "p2p_" + name, "v": "%s %s" % (type(exc).__name__, exc)})
+                    emit({"t": "pair_err", "a": a, "b": b, "k": "p2p_" + name, "v": f"{type(exc).__name__} {exc}"})
     for i in idx:
         h = handles[i]
         for link in range(NVLINK_MAX_LINKS):
-            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkState(%d)" % (i, link)})
+            emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetNvLinkState({link})"})
             try:
                 state = pynvml.nvmlDeviceGetNvLinkState(h, link)
             except Exception:
@@ -110,7 +114,7 @@ def topology(pynvml, count):
                 f = getattr(pynvml, fn, None)
                 if f is None:
                     continue
-                emit({"t": "step", "name": "gpu%d.%s(%d)" % (i, fn, link)})
+                emit({"t": "step", "name": f"gpu{i}.{fn}({link})"})
                 try:
                     v = f(h, link, *args)
                     v = _dec(v.busId) if key == "remote_bus_id" else NVLINK_REMOTE.get(int(v), str(v)) \
@@ -121,7 +125,7 @@ def topology(pynvml, count):
             if not state:
                 continue
             for key, counter in NVLINK_ERRORS:
-                emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkErrorCounter(%d,%s)" % (i, link, key)})
+                emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetNvLinkErrorCounter({link},{key})"})
                 try:
                     v = int(pynvml.nvmlDeviceGetNvLinkErrorCounter(h, link, counter))
                     emit({"t": "nvlink", "i": i, "link": link, "k": "err_" + key, "v": v})
@@ -151,18 +155,18 @@ def fabric(pynvml, count):
     import ctypes
     mismatch = getattr(pynvml, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH", 25)
     for i in range(count):
-        emit({"t": "step", "name": "gpu%d.nvmlDeviceGetHandleByIndex" % i})
+        emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetHandleByIndex"})
         try:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
         except Exception as exc:
-            emit({"t": "err", "i": i, "k": "handle", "v": "%s %s" % (type(exc).__name__, exc)})
+            emit({"t": "err", "i": i, "k": "handle", "v": f"{type(exc).__name__} {exc}"})
             continue
         info, used = None, None
         candidates = list(_fabric_struct(pynvml, ctypes)) if hasattr(pynvml, "nvmlDeviceGetGpuFabricInfoV") else []
         for ver, cls, word in candidates:
             st = cls()
             st.version = word
-            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetGpuFabricInfoV(v%d)" % (i, ver)})
+            emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetGpuFabricInfoV(v{ver})"})
             try:
                 pynvml.nvmlDeviceGetGpuFabricInfoV(h, ctypes.byref(st))
                 info, used = st, ver
@@ -173,16 +177,16 @@ def fabric(pynvml, count):
                 if getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3):
                     emit({"t": "unsupported", "i": i, "k": "fabric"})
                 else:
-                    emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                    emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
                 break
             except Exception as exc:
-                emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
                 break
         else:
             cls = getattr(pynvml, "c_nvmlGpuFabricInfo_t", None)
             if cls is not None and hasattr(pynvml, "nvmlDeviceGetGpuFabricInfo"):
                 st = cls()  # v1: no version word (R525-R535 drivers)
-                emit({"t": "step", "name": "gpu%d.nvmlDeviceGetGpuFabricInfo(v1)" % i})
+                emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetGpuFabricInfo(v1)"})
                 try:
                     pynvml.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(st))
                     info, used = st, 1
@@ -190,9 +194,9 @@ def fabric(pynvml, count):
                     if getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3):
                         emit({"t": "unsupported", "i": i, "k": "fabric"})
                     else:
-                        emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                        emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
                 except Exception as exc:
-                    emit({"t": "err", "i": i, "k": "fabric", "v": "%s %s" % (type(exc).__name__, exc)})
+                    emit({"t": "err", "i": i, "k": "fabric", "v": f"{type(exc).__name__} {exc}"})
         if info is None:
             continue
         out = {"struct_version": used, "state": int(info.state), "status": int(info.status),
@@ -216,32 +220,32 @@ def main():
     try:
         import pynvml
     except Exception as exc:
-        emit({"t": "fail", "error": "nvidia-ml-py (pynvml) is not importable: %s" % exc})
+        emit({"t": "fail", "error": f"nvidia-ml-py (pynvml) is not importable: {exc}"})
         return
     emit({"t": "step", "name": "nvmlInit"})
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        emit({"t": "fail", "error": "%s: %s" % (type(exc).__name__, exc)})
+        emit({"t": "fail", "error": f"{type(exc).__name__}: {exc}"})
         return
     NVMLError = pynvml.NVMLError
     not_supported = getattr(pynvml, "NVML_ERROR_NOT_SUPPORTED", 3)
 
     def call(i, key, fn, *args):
-        emit({"t": "step", "name": "gpu%s.%s" % (i, getattr(fn, "__name__", key))})
+        emit({"t": "step", "name": "gpu{}.{}".format(i, getattr(fn, "__name__", key))})
         try:
             return True, fn(*args)
         except NVMLError as exc:
             if getattr(exc, "value", None) == not_supported:
                 emit({"t": "unsupported", "i": i, "k": key})
             else:
-                emit({"t": "err", "i": i, "k": key, "v": "%s %s" % (type(exc).__name__, exc)})
+                emit({"t": "err", "i": i, "k": key, "v": f"{type(exc).__name__} {exc}"})
         except Exception as exc:  # bindings older/newer than the driver
-            emit({"t": "err", "i": i, "k": key, "v": "%s %s" % (type(exc).__name__, exc)})
+            emit({"t": "err", "i": i, "k": key, "v": f"{type(exc).__name__} {exc}"})
         return False, None
 
     def put(i, key, value):
-        emit({"t": "gpu", "i": i, "k": key, "v": value})
+        emit({"t": "gpu", "i": i, "k": _PROTOCOL.check_gpu_key(key), "v": value})
 
     if mode in ("topology", "fabric"):
         ok, count = call("sys", "gpu_count", pynvml.nvmlDeviceGetCount)
@@ -258,7 +262,7 @@ def main():
         ok, val = call("sys", key, getattr(pynvml, fn, None) or pynvml.nvmlSystemGetCudaDriverVersion)
         if ok:
             if key == "cuda_driver_version":
-                val = "%d.%d" % (val // 1000, (val % 1000) // 10)
+                val = f"{val // 1000}.{(val % 1000) // 10}"
             emit({"t": "sys", "k": key, "v": _dec(val)})
     ok, count = call("sys", "gpu_count", pynvml.nvmlDeviceGetCount)
     emit({"t": "sys", "k": "gpu_count", "v": count if ok else 0})
@@ -276,7 +280,7 @@ def main():
             put(i, "pci_bus_id", _dec(v.busId))
         ok, v = call(i, "compute_capability", pynvml.nvmlDeviceGetCudaComputeCapability, h)
         if ok:
-            put(i, "compute_capability", "%d.%d" % tuple(v))
+            put(i, "compute_capability", f"{v[0]}.{v[1]}")
         ok, v = call(i, "memory", pynvml.nvmlDeviceGetMemoryInfo, h)
         if ok:
             put(i, "memory_total_bytes", int(v.total))
@@ -352,7 +356,7 @@ def main():
                 mem = getattr(p, "usedGpuMemory", None)
                 name = None
                 try:
-                    with open("/proc/%d/comm" % p.pid) as fh:
+                    with open(f"/proc/{p.pid}/comm") as fh:
                         name = fh.read().strip()
                 except OSError:
                     pass
@@ -365,7 +369,7 @@ def main():
                 put(i, "numa_node", int(v))
         links = []
         for link in range(NVLINK_MAX_LINKS):
-            emit({"t": "step", "name": "gpu%d.nvmlDeviceGetNvLinkState(%d)" % (i, link)})
+            emit({"t": "step", "name": f"gpu{i}.nvmlDeviceGetNvLinkState({link})"})
             try:
                 state = pynvml.nvmlDeviceGetNvLinkState(h, link)
             except Exception:

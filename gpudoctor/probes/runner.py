@@ -130,7 +130,7 @@ def run_probes(probes: list[Probe], opts: ProbeOptions) -> Snapshot:
     # after SIGINT every probe that did not finish cleanly was cut short by it (its child was killed)
     cut = {p.name for p, o, _, _ in slots if not o.get("done") or "error" in o} if stop.is_set() else set()
     interrupted = stop.is_set()
-    for probe, out, th, deadline in slots:
+    for probe, out, _th, _deadline in slots:
         if interrupted and probe.name in cut:
             snap.probe_errors.append(ProbeError(probe=probe.name, kind="interrupted",
                                                 message="interrupted (SIGINT or SIGTERM) before it finished",

@@ -65,13 +65,13 @@ def main():
     except ImportError as exc:
         if "No module named 'torch'" not in str(exc) and "No module named torch" not in str(exc):
             out["installed"] = True
-            out["error"] = "%s: %s" % (type(exc).__name__, exc)
+            out["error"] = f"{type(exc).__name__}: {exc}"
         out["nvcc_version"] = nvcc_version(nvcc)
         print(MARK + json.dumps(out))
         return
     except Exception as exc:
         out["installed"] = True
-        out["error"] = "%s: %s" % (type(exc).__name__, exc)
+        out["error"] = f"{type(exc).__name__}: {exc}"
         out["nvcc_version"] = nvcc_version(nvcc)
         print(MARK + json.dumps(out))
         return
@@ -97,7 +97,7 @@ def main():
             out["device_count"] = int(torch.cuda.device_count())
         except Exception as exc:
             out["cuda_available"] = False
-            out["cuda_error"] = "%s: %s" % (type(exc).__name__, exc)
+            out["cuda_error"] = f"{type(exc).__name__}: {exc}"
     out["cuda_init_seconds"] = round(time.time() - t1, 3)
     msgs = [str(w.message) for w in caught if "cuda" in str(w.message).lower()]
     if msgs and not out.get("cuda_error"):
@@ -119,11 +119,11 @@ def main():
         for i in range(out.get("device_count") or 0):
             try:
                 p = torch.cuda.get_device_properties(i)
-                devices.append({"index": i, "name": p.name, "capability": "%d.%d" % (p.major, p.minor),
+                devices.append({"index": i, "name": p.name, "capability": f"{p.major}.{p.minor}",
                                 "total_memory_bytes": int(p.total_memory)})
             except Exception as exc:
                 devices.append({"index": i, "name": None})
-                out.setdefault("cuda_error", "%s: %s" % (type(exc).__name__, exc))
+                out.setdefault("cuda_error", f"{type(exc).__name__}: {exc}")
         try:
             out["bf16_supported"] = bool(torch.cuda.is_bf16_supported())
         except Exception:
@@ -158,9 +158,9 @@ def vision_main():
         try:
             import torch
             import torchvision  # noqa: F401
-            torch.ops.torchvision.nms
+            _ = torch.ops.torchvision.nms  # the C++ op: a torchvision built for another torch lacks it
         except Exception as exc:
-            out["torchvision_error"] = ("%s: %s" % (type(exc).__name__, exc))[:1000]
+            out["torchvision_error"] = (f"{type(exc).__name__}: {exc}")[:1000]
     print(MARK + json.dumps(out))
 
 

@@ -78,7 +78,6 @@ def render_cluster(report: ClusterReport, console: Console, verbose: bool = Fals
             sym, style = STATUS[n.status]
             console.print(f"  [{style}]{sym}[/] {escape(n.label)} {n.status}: {escape(n.detail)}", highlight=False)
     console.print()
-    fails = [o for o in report.outcomes if o.status == "fail"]
     passed = sum(o.status == "pass" for o in report.outcomes)
     na = [o for o in report.outcomes if o.status == "not_assessed"]
     worst = "error" if any(f.severity == "error" for f in report.findings) else "warning" if report.findings else "pass"

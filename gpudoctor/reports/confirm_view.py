@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpudoctor.confirm.plan import fmt_size
+from gpudoctor.facts.confirmation import fmt_size
 from gpudoctor.facts.model import ConfirmationFacts, Stat
 
 MS = 1e3

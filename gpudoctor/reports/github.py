@@ -10,19 +10,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from gpudoctor.compat.ghactions import escape_data, escape_property
 from gpudoctor.reports import cases as C
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
-
-
-def escape_data(s: str) -> str:
-    """A workflow command's message: ``%``, CR and LF escaped."""
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(s: str) -> str:
-    """A workflow command's property value: as data, plus ``:`` and ``,``."""
-    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
 def command(level: str, message: str, **props: str) -> str:

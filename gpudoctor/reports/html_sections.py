@@ -62,7 +62,7 @@ def _expected_allreduce(snap: Any) -> tuple[str, float, float] | None:
 
 def _expected_copy(snap: Any, cp: Any) -> tuple[float, float] | None:
     """(PCIe line rate GB/s, min fraction) of the copy's GPU, as the CNF copy rule computes it."""
-    from gpudoctor.rules import data
+    from gpudoctor.compat import data
     from gpudoctor.rules.confirmation import pcie_line_gbs
 
     nv = snap.nvml

@@ -1,7 +1,7 @@
 """Last line of defence against secrets in reports: scrub every string of a report before it is shown or saved.
 
 The env probe already keeps only training variables and redacts secret-looking ones
-(:func:`gpudoctor.probes.env.redact`). But reports also quote free text: error lines of a pasted log
+(:func:`gpudoctor.facts.env.redact`). But reports also quote free text: error lines of a pasted log
 (``gpudoctor check``), the tail of a confirmation run's rank log, an NCCL warning, a probe's error
 message. Any of them can carry a token (a traceback showing ``token="hf_..."``, a URL with
 ``user:password@``). :func:`scrub_model` replaces, in every string field of a report:
@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from gpudoctor.probes.env import REDACTED, is_secret
+from gpudoctor.facts.env import REDACTED, is_secret
 
 M = TypeVar("M")
 

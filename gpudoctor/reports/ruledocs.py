@@ -2,15 +2,9 @@
 from __future__ import annotations
 
 from gpudoctor.rules.engine import REGISTRY, RuleSpec
+from gpudoctor.rules.families import FAMILIES as RULE_FAMILIES
 
-FAMILIES = {
-    "DRV": "Driver & NVML", "TRC": "PyTorch", "GPU": "GPU health", "PCI": "PCIe", "HST": "Host",
-    "TOP": "Topology",
-    "NCL": "NCCL & environment", "CMP": "Compatibility", "SIG": "Logs & errors: known error signatures", "LOG": "Logs & errors: log facts",
-    "CNF": "Confirmation runs",
-    "CLU": "Cluster",
-    "PRF": "Performance (self-test, SKU table, baseline, siblings)",
-}
+FAMILIES = {f.prefix: f.title for f in RULE_FAMILIES}
 
 
 def rule_markdown(spec: RuleSpec, level: int = 1) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from gpudoctor.compat import data
 from gpudoctor.facts.findings import Finding
 from gpudoctor.facts.perf import FAULT_REASONS, HOT_MARGIN_C, summarize_samples
-from gpudoctor.rules import data
 
 AREA = "Confirmation runs"
 DOC = "docs/performance.md"

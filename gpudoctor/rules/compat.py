@@ -9,9 +9,9 @@ import re
 
 from gpudoctor.compat import check as C
 from gpudoctor.compat import tables as T
+from gpudoctor.compat.versions import vtuple
 from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
-from gpudoctor.rules.versions import vtuple
 
 MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 FWD_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
@@ -208,11 +208,16 @@ def forward_compat(ctx):
     lp = ctx.snap.libpath
     err = t.cuda_error if t is not None and t.cuda_error and _E804.search(t.cuda_error) else None
     compat = []
-    if lp is not None and nv is not None and nv.driver_version:
-        compat = [lib for lib in lp.libraries if lib.kind == "cuda" and lib.version and vtuple(lib.version) != vtuple(nv.driver_version)]
+    libcuda = [lib for lib in lp.libraries if lib.kind == "cuda"] if lp is not None else []
+    if libcuda and nv is not None and nv.driver_version:
+        compat = [lib for lib in libcuda if lib.version and vtuple(lib.version) != vtuple(nv.driver_version)]
     if err is None and not compat:
         if t is None and lp is None:
             raise NotAssessed("torch and LD_LIBRARY_PATH facts missing")
+        if err is None and libcuda and not (nv is not None and nv.driver_version):
+            raise NotAssessed("libcuda.so on LD_LIBRARY_PATH, but the kernel driver version is unknown")
+        if err is None and any(not lib.version for lib in libcuda):
+            raise NotAssessed("the version of a libcuda.so on LD_LIBRARY_PATH is unknown")
         return
     segs = []
     if nv is not None and nv.available:

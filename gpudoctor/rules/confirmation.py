@@ -5,10 +5,9 @@ The runs themselves live in :mod:`gpudoctor.confirm`; these rules judge their fa
 """
 from __future__ import annotations
 
-from gpudoctor.confirm.analysis import attribute_loss, transport_verdict
-from gpudoctor.confirm.plan import fmt_size
+from gpudoctor.compat import data
+from gpudoctor.facts.confirmation import TRANSPORT_SENTENCES, attribute_loss, fmt_size
 from gpudoctor.facts.topology import nvlink_generation
-from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 AREA = "Confirmation runs"
@@ -155,8 +154,8 @@ def run_failed(ctx):
     for run in c.runs[1:]:
         ev.append(f"re-run with {run.name}: {run.status}" + (f" ({run.message})" if run.message and run.status != "ok" else ""))
     if c.transport_verdict and len(c.runs) >= 3:
-        verdict, sentence = transport_verdict(c.runs[1].status == "ok", c.runs[2].status == "ok")
-        ev.append(f"verdict: {sentence}")
+        verdict = c.transport_verdict  # recorded by the runner (gpudoctor.facts.confirmation.transport_verdict)
+        ev.append(f"verdict: {TRANSPORT_SENTENCES[verdict]}")
         if verdict == "p2p":
             remedy = ("Fix peer-to-peer: on PCIe hosts disable ACS on the bridges above the GPUs and IOMMU redirection "
                       "(BIOS, or `setpci`, or iommu=pt), see the NCCL troubleshooting guide 'PCI Access Control "

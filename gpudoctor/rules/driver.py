@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from gpudoctor.rules.engine import NotAssessed, rule
 
-
 MISMATCH_FIX = ("The loaded kernel module and the user-space NVML library are different driver versions (the driver "
                 "was upgraded without a reboot, or a container brings its own libnvidia-ml): reboot, or unload and "
                 "reload the nvidia kernel modules; in a container, use the host's driver libraries (NVIDIA Container "

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Summary
+from gpudoctor.facts.known import state_of
 from gpudoctor.facts.model import Snapshot
-
-AREAS = ["Driver & NVML", "PyTorch", "Compatibility", "GPU health", "PCIe", "Topology", "Host", "NCCL & environment",
-         "Confirmation runs", "Logs & errors", "Cluster", "Training script"]
+from gpudoctor.rules.families import AREAS  # noqa: E402,F401 (re-exported: the report's section order)
 
 
 class NotAssessed(Exception):
@@ -127,6 +126,35 @@ class Ctx:
         gpus = self.gpus()
         self.require("nvml.gpus", *fields)
         return gpus
+
+    def gpus_known(self, *fields: str, skip: Callable[[Any], str | None] | None = None) -> list:
+        """The GPUs whose ``fields`` are all known -- the one way a rule reads a field across GPUs.
+
+        ``skip(gpu)`` returns a reason when the check does not apply to that GPU (e.g. ECC disabled).
+        GPUs with an unknown field are named in ``self.partial``, so a rule that finds nothing on the others
+        says *not assessed*, never pass; NotAssessed when no GPU has them all, NotApplicable when every GPU
+        is skipped.
+        """
+        gpus = self.gpus_with(*fields)
+        known, unknown, skipped = [], [], []
+        for g in gpus:
+            why_not = skip(g) if skip else None
+            if why_not:
+                skipped.append(f"GPU {g.index}: {why_not}")
+                continue
+            states = [state_of(g, f) for f in fields]
+            missing = [s for s in states if getattr(s, "reason", None) is not None]
+            if missing:
+                unknown.append(f"GPU {g.index}: {'; '.join(s.reason for s in missing)}")
+            else:
+                known.append(g)
+        if not known and unknown:
+            raise NotAssessed("unknown on every GPU: " + ", ".join(unknown))
+        if not known:
+            raise NotApplicable("; ".join(skipped))
+        if unknown:
+            self.partial = "unknown on " + ", ".join(unknown)
+        return known
 
     def gpu_count(self) -> int:
         nv = self.snap.nvml

@@ -1,18 +1,15 @@
 """GPU health rules (family GPU): thermals, clocks, power, memory errors, modes, other processes."""
 from __future__ import annotations
 
-from gpudoctor.rules import data
+from gpudoctor.compat import data
+from gpudoctor.facts.clock_reasons import CLOCK_EVENT_REASONS
 from gpudoctor.rules.engine import rule
 
 NVML_API = "https://docs.nvidia.com/deploy/nvml-api/"
 MIB = 1024 * 1024
 
-FAULT_REASONS = {
-    "HwSlowdown": "hardware slowdown (HW Slowdown: thermal or power-brake assertion, e.g. an external power supply signal)",
-    "HwThermalSlowdown": "hardware thermal slowdown (the GPU is too hot)",
-    "HwPowerBrakeSlowdown": "hardware power brake (external power-brake signal, e.g. from the PSU or BMC)",
-}
-WARN_REASONS = {"SwThermalSlowdown": "software thermal slowdown (driver keeps the GPU below its thermal limit)"}
+FAULT_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "error"}
+WARN_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "warning"}
 
 
 @rule("GPU001", "GPU health", "warning", "GPU temperature near its slowdown threshold",
@@ -24,9 +21,7 @@ WARN_REASONS = {"SwThermalSlowdown": "software thermal slowdown (driver keeps th
 def temperature(ctx):
     """Compares each GPU's temperature with its NVML slowdown threshold (minus a margin)."""
     margin = data.threshold("gpu.temperature", "margin_c")
-    for g in ctx.gpus_with("temperature_c", "temperature_slowdown_c"):
-        if g.temperature_c is None or g.temperature_slowdown_c is None:
-            continue
+    for g in ctx.gpus_known("temperature_c", "temperature_slowdown_c"):
         if g.temperature_c >= g.temperature_slowdown_c - margin:
             sev = "error" if g.temperature_c >= g.temperature_slowdown_c else "warning"
             yield ctx.finding([f"GPU {g.index}: {g.temperature_c} °C; slowdown at {g.temperature_slowdown_c} °C, "
@@ -46,9 +41,7 @@ def temperature(ctx):
                "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html", "checklist H18"])
 def clock_events(ctx):
     """Decodes each GPU's active clock event reasons; HW ones are errors, SW thermal a warning."""
-    for g in ctx.gpus_with("clock_event_reasons_mask"):
-        if g.clock_event_reasons_mask is None:
-            continue
+    for g in ctx.gpus_known("clock_event_reasons_mask"):
         active = set(g.clock_event_reasons)
         hw = [FAULT_REASONS[r] for r in FAULT_REASONS if r in active]
         sw = [WARN_REASONS[r] for r in WARN_REASONS if r in active]
@@ -69,9 +62,7 @@ def clock_events(ctx):
 def power_limit(ctx):
     """Compares the enforced power limit with the default power-management limit (W)."""
     frac = data.threshold("gpu.power_limit", "min_fraction_of_default")
-    for g in ctx.gpus_with("power_limit_w", "power_default_limit_w"):
-        if g.power_limit_w is None or g.power_default_limit_w is None:
-            continue
+    for g in ctx.gpus_known("power_limit_w", "power_default_limit_w"):
         if g.power_limit_w < g.power_default_limit_w * frac:
             yield ctx.finding([f"GPU {g.index}: enforced power limit {g.power_limit_w:.0f} W < default "
                                f"{g.power_default_limit_w:.0f} W"], subject=f"GPU {g.index}",
@@ -89,10 +80,8 @@ def power_limit(ctx):
                "https://docs.nvidia.com/deploy/xid-errors/index.html", "checklist H20"])
 def ecc(ctx):
     """Reads volatile and aggregate uncorrected ECC counts per GPU (volatile > 0: error; aggregate only: warning)."""
-    for g in ctx.gpus_with("ecc_uncorrected_volatile"):
-        if g.ecc_mode_current is False:
-            continue
-        vol, agg = g.ecc_uncorrected_volatile or 0, g.ecc_uncorrected_aggregate or 0
+    for g in ctx.gpus_known("ecc_uncorrected_volatile", skip=lambda g: "ECC disabled" if g.ecc_mode_current is False else None):
+        vol, agg = g.ecc_uncorrected_volatile, g.ecc_uncorrected_aggregate or 0  # aggregate: history, when known
         if vol > 0:
             yield ctx.finding([f"GPU {g.index}: {vol} uncorrected ECC errors since the driver loaded (aggregate {agg})"],
                               subject=f"GPU {g.index}", data={"volatile": vol, "aggregate": agg})
@@ -112,7 +101,7 @@ def ecc(ctx):
                "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html", "checklist H20"])
 def remapped_rows(ctx):
     """Reads NVML remapped rows: failure is an error, pending a warning."""
-    for g in ctx.gpus_with("remapped_rows_pending"):
+    for g in ctx.gpus_known("remapped_rows_pending"):
         if g.remapped_rows_failure:
             yield ctx.finding([f"GPU {g.index}: row remapping failure; {g.remapped_rows_uncorrectable} rows remapped "
                                f"for uncorrectable errors"], subject=f"GPU {g.index}", data={"failure": True})
@@ -133,7 +122,7 @@ def remapped_rows(ctx):
                "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes", "checklist H20"])
 def compute_mode(ctx):
     """Flags compute mode Prohibited (error) and Exclusive_Process / Exclusive_Thread (warning)."""
-    for g in ctx.gpus_with("compute_mode"):
+    for g in ctx.gpus_known("compute_mode"):
         if g.compute_mode == "Prohibited":
             yield ctx.finding([f"GPU {g.index}: compute mode Prohibited"], subject=f"GPU {g.index}",
                               remedy=f"sudo nvidia-smi -i {g.index} -c DEFAULT")
@@ -152,7 +141,7 @@ def compute_mode(ctx):
       sources=["https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html", "checklist H20"])
 def mig(ctx):
     """Flags GPUs whose current (or pending) MIG mode is enabled."""
-    for g in ctx.gpus_with("mig_mode_current"):
+    for g in ctx.gpus_known("mig_mode_current"):
         if g.mig_mode_current:
             yield ctx.finding([f"GPU {g.index}: MIG mode current=Enabled, pending={'Enabled' if g.mig_mode_pending else 'Disabled'}"],
                               subject=f"GPU {g.index}", remedy=f"sudo nvidia-smi -i {g.index} -mig 0 && sudo nvidia-smi -i {g.index} -r")
@@ -188,6 +177,6 @@ def other_processes(ctx):
       sources=["https://docs.nvidia.com/deploy/driver-persistence/index.html", "checklist H20"])
 def persistence(ctx):
     """Flags GPUs with persistence mode off."""
-    off = [g.index for g in ctx.gpus_with("persistence_mode") if g.persistence_mode is False]
+    off = [g.index for g in ctx.gpus_known("persistence_mode") if g.persistence_mode is False]
     if off:
         yield ctx.finding([f"persistence mode off on GPU(s) {', '.join(map(str, off))}"], data={"gpus": off})

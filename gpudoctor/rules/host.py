@@ -1,7 +1,7 @@
 """Host rules (family HST): CPU cores, RAM, /dev/shm, storage."""
 from __future__ import annotations
 
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 GIB = 1024 ** 3

@@ -8,8 +8,8 @@ from __future__ import annotations
 import string
 from typing import TYPE_CHECKING
 
+from gpudoctor.compat import data
 from gpudoctor.parsers.commands import docker_gpu_request
-from gpudoctor.rules import data
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import difflib
 
-from gpudoctor.rules import data
+from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotAssessed, rule
 
 ENV_URL = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -160,3 +160,44 @@ def p2p_off_on_nvlink(ctx):
         yield ctx.finding([f"{', '.join(off)}: P2P transport disabled",
                            f"nvidia-smi topo -m NVLink groups: {' | '.join(','.join(map(str, sorted(g))) for g in joined)}"],
                           remedy=remedy, data={"settings": off, "nvlink_groups": [sorted(g) for g in joined]})
+
+
+# ------------------------------------------------------------------ NCCL / launcher variable parsing
+
+def multi_node(env: dict[str, str]) -> bool | None:
+    """True when the launcher's variables say the job spans nodes (WORLD_SIZE > LOCAL_WORLD_SIZE,
+    SLURM_NNODES / SLURM_JOB_NUM_NODES > 1); False when they say one node; None when unknown."""
+    def num(name):
+        try:
+            return int(env[name])
+        except (KeyError, ValueError):
+            return None
+
+    ws, lws = num("WORLD_SIZE"), num("LOCAL_WORLD_SIZE")
+    nodes = num("SLURM_NNODES") or num("SLURM_JOB_NUM_NODES")
+    if (ws and lws and ws > lws) or (nodes and nodes > 1):
+        return True
+    if (ws and lws and ws <= lws) or nodes == 1:
+        return False
+    return None
+
+
+def _socket_if_match(spec: str, names: list[str]) -> tuple[bool, list[str], list[str]]:
+    """NCCL_SOCKET_IFNAME semantics (NCCL env docs): comma-separated prefixes; '^' excludes; '=' exact match.
+    Returns (exclude mode, interfaces selected, entries matching nothing)."""
+    s = spec.strip()
+    exclude = s.startswith("^")
+    if exclude:
+        s = s[1:]
+    exact = s.startswith("=")
+    if exact:
+        s = s[1:]
+    entries = [e.strip() for e in s.split(",") if e.strip()]
+    def hit(e, n):
+        return n == e if exact else n.startswith(e)
+    dead = [e for e in entries if not any(hit(e, n) for n in names)]
+    if exclude:
+        selected = [n for n in names if not any(hit(e, n) for e in entries)]
+    else:
+        selected = [n for n in names if any(hit(e, n) for e in entries)]
+    return exclude, selected, dead

@@ -19,9 +19,7 @@ def _busy(g) -> bool:
       sources=["https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html", "checklist H8"])
 def link_width(ctx):
     """Compares the current PCIe link width with the maximum (NVML)."""
-    for g in ctx.gpus_with("pcie_width_current", "pcie_width_max"):
-        if g.pcie_width_current is None or g.pcie_width_max is None:
-            continue
+    for g in ctx.gpus_known("pcie_width_current", "pcie_width_max"):
         if g.pcie_width_current < g.pcie_width_max:
             yield ctx.finding([f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: PCIe x{g.pcie_width_current}, max x{g.pcie_width_max}"],
                               subject=f"GPU {g.index}",
@@ -38,8 +36,8 @@ def link_width(ctx):
 def link_generation(ctx):
     """Flags current PCIe generation < max only while the GPU is busy; idle readings are not judged."""
     idle_low = []
-    for g in ctx.gpus_with("pcie_gen_current", "pcie_gen_max"):
-        if g.pcie_gen_current is None or g.pcie_gen_max is None or g.pcie_gen_current >= g.pcie_gen_max:
+    for g in ctx.gpus_known("pcie_gen_current", "pcie_gen_max"):
+        if g.pcie_gen_current >= g.pcie_gen_max:
             continue
         if _busy(g):
             yield ctx.finding([f"GPU {g.index}: PCIe Gen{g.pcie_gen_current} while busy "

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gpudoctor.compat import data
 from gpudoctor.facts.findings import Finding
 from gpudoctor.facts.model import ConfirmationFacts
 from gpudoctor.facts.perf import (
@@ -26,7 +27,6 @@ from gpudoctor.facts.perf import (
     explain,
     present_reasons,
 )
-from gpudoctor.rules import data
 from gpudoctor.rules.engine import Ctx, NotApplicable, NotAssessed, rule
 
 AREA = "Confirmation runs"

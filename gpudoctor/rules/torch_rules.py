@@ -1,9 +1,9 @@
 """PyTorch rules (family TRC): is the torch in the target interpreter able to use these GPUs?"""
 from __future__ import annotations
 
+from gpudoctor.compat.versions import cc_tuple, visible_device_count
 from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
-from gpudoctor.rules.versions import cc_tuple, visible_device_count
 
 MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 INSTALL_URL = "https://pytorch.org/get-started/locally/"

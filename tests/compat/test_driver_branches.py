@@ -11,7 +11,7 @@ from gpudoctor.cli.app import app
 from gpudoctor.compat import tables as T
 from gpudoctor.compat import versioncheck as vc
 from gpudoctor.compat.pins import parse_pin
-from gpudoctor.rules.versions import vtuple
+from gpudoctor.compat.versions import vtuple
 
 BRANCHES = sorted(T.driver_branches())
 CUDAS = sorted({f"{m[0]}.{m[1]}" for r in T.toolkits()

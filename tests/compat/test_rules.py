@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpudoctor.facts.load import load_path
 from gpudoctor.facts.model import GpuFacts, LibPathFacts, NvmlFacts, SharedLibrary
+from gpudoctor.parsers.offline import load_path
 from gpudoctor.probes.libpath import scan_dirs
 
 from .conftest import CORPUS, FIX, case_text, run, snapshot_from_texts

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from gpudoctor.compat import data
 from gpudoctor.compat import tables as T
-from gpudoctor.rules import data
-from gpudoctor.rules.versions import cc_tuple, vtuple
+from gpudoctor.compat.versions import cc_tuple, vtuple
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = {"verified", "secondary", "unverified", "derived"}
@@ -115,7 +115,7 @@ def test_cc_rows_are_ordered_and_name_toolkits_in_the_table():
 
 def test_toolkit_drivers_grow_with_the_version_and_respect_the_mvc_floor():
     rows = sorted((r for r in T.toolkits() if r.min_driver), key=lambda r: (T.minor_of(r.version), vtuple(r.min_driver)))
-    for a, b in zip(rows, rows[1:]):
+    for a, b in zip(rows, rows[1:], strict=False):
         assert vtuple(a.min_driver) <= vtuple(b.min_driver), (a.version, b.version)
     for r in rows:
         m = T.mvc(T.minor_of(r.version)[0])

@@ -11,19 +11,24 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
 from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
-from gpudoctor.facts.model import EnvFacts, InputFile, LogFacts, NcclLogFacts, NvmlFacts, Snapshot
+from gpudoctor.facts.model import EnvFacts, InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers import detect as D
 from gpudoctor.parsers._text import clip
+from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
+    _attach,
+    _attach_processes,
+    _merge_model,
+    _merge_nccl,
+    _merge_nvml,
+    _scrub_logs,
+)
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
@@ -83,7 +88,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             if not found and not unreadable:
                 errors.append(f"{p}: folder holds no files")
             files += found
-        elif os.path.exists(p) or p == "-":  # "-": standard input (facts/stream.py)
+        elif os.path.exists(p) or p == "-":  # "-": standard input (parsers/stream.py)
             files.append(p)
         else:
             errors.append(f"{p}: no such file or folder")
@@ -144,6 +149,8 @@ _OWN_OUTPUT_REASONS = {
     D.GD_VERSIONCHECK: "output of `gpudoctor cuda-version-check`, not a host dump: nothing to diagnose",
     D.GD_STREAM: "a gpudoctor probe stream (JSON lines, as the NVML probe writes them), not a report: "
                  "`check` reads the saved JSON report (`gpudoctor scan --save FILE`)",
+    D.GD_FORMAT: "a gpudoctor report in --format junit/prometheus/html/github (or `gpudoctor lint` output): "
+                 "`check` reads the JSON report (`gpudoctor scan --save FILE`)",
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
 }
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
@@ -153,7 +160,7 @@ SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REP
 def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None) -> str | None:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine).
 
-    ``kinds``: the formats, when the caller already recognised them (chunks of a large input, facts/stream.py).
+    ``kinds``: the formats, when the caller already recognised them (chunks of a large input, parsers/stream.py).
     """
     from gpudoctor.parsers import (
         collect_env,
@@ -234,7 +241,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
                 n = nccl_log.parse_nccl_log(text)
                 col.nccl.append(n)
                 if n.env_set:
-                    from gpudoctor.probes.env import collect_env as _filter
+                    from gpudoctor.facts.env import collect_env as _filter
 
                     frag("env", EnvFacts(source="NCCL log ('set by environment' lines)",
                                          variables=_filter(n.env_set)), complete=False)
@@ -279,54 +286,6 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     return None
 
 
-def _merge_model(dst: BaseModel, src: BaseModel) -> None:
-    """Copy the fields ``src`` knows and ``dst`` does not (first file wins on a conflict)."""
-    for name in src.model_fields_set - {"source", "gpus"}:
-        if name not in dst.model_fields_set:
-            setattr(dst, name, getattr(src, name))
-
-
-def _merge_nvml(dst: NvmlFacts, src: NvmlFacts) -> None:
-    _merge_model(dst, src)
-    if "gpus" in src.model_fields_set:
-        by_index = {g.index: g for g in dst.gpus}
-        for g in src.gpus:
-            if g.index in by_index:
-                _merge_model(by_index[g.index], g)
-            else:
-                dst.gpus.append(g.model_copy(deep=True))
-        dst.gpus = sorted(dst.gpus, key=lambda g: g.index)
-
-
-def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
-    if not items:
-        return None
-    out = items[0].model_copy(deep=True)
-    for n in items[1:]:
-        for name in ("version", "cuda_driver_version", "ib_device_found", "net", "nranks", "nvls_channels"):
-            if getattr(out, name) is None and getattr(n, name) is not None:
-                setattr(out, name, getattr(n, name))
-        out.init_complete = out.init_complete or n.init_complete
-        for name in ("transports", "gdr_disabled_hcas", "warnings"):
-            cur = getattr(out, name)
-            cur += [x for x in getattr(n, name) if x not in cur]
-        out.env_set = {**n.env_set, **out.env_set}
-        for host, trs in n.host_net_transports.items():
-            lst = out.host_net_transports.setdefault(host, [])
-            lst += [t for t in trs if t not in lst]
-    return out
-
-
-def _attach(snap: Snapshot, name: str, value: Any) -> bool:
-    """Put a section object from another parser (e.g. topology) into the Snapshot field that accepts its type."""
-    for fname, finfo in Snapshot.model_fields.items():
-        types = typing.get_args(finfo.annotation) or (finfo.annotation,)
-        if any(isinstance(t, type) and isinstance(value, t) for t in types):
-            setattr(snap, fname, value)
-            return True
-    return False
-
-
 SKIPPED = "skipped: "
 
 
@@ -347,7 +306,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
     unread = [InputFile(path=e.split(": ", 1)[0], status="rejected", reason=e.split(": ", 1)[-1]) for e in errors]
     for path in files:
-        from gpudoctor.facts import stream  # any size, compressed, stdin (issue 14)
+        from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
         err = stream.parse_input(path, col, _parse_file)
         if err:
@@ -415,7 +374,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     if col.apps:
         _attach_processes(snap, col, known)
     if (col.topo_texts or col.lspci_texts) and snap.topology is None:
-        from gpudoctor.facts.topology import topology_from_text
+        from gpudoctor.parsers.topology_text import topology_from_text
 
         topo_text = col.topo_texts[0][1] if col.topo_texts else None
         lspci_text = "\n".join(t for _, t in col.lspci_texts) or None
@@ -445,54 +404,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     return snap, errors
 
 
-def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
-    """Give each GPU the processes a --query-compute-apps CSV lists for it (matched by gpu_uuid / gpu_bus_id;
-    rows without them only when exactly one GPU is known). Unmatched rows are noted on their input file."""
-    gpus = snap.nvml.gpus if snap.nvml is not None else []
-    by_uuid = {g.uuid: g for g in gpus if g.uuid}
-    by_bus = {}
-    for g in gpus:
-        if g.pci_bus_id:
-            by_bus[g.pci_bus_id.lower()[-12:]] = g  # 00000000:18:00.0 and 0000:18:00.0 compare equal
-    unmatched: dict[str, int] = {}
-    attached = False
-    for path, uuid, bus, proc in col.apps:
-        g = by_uuid.get(uuid) if uuid else None
-        g = g or (by_bus.get(bus.lower()[-12:]) if bus else None)
-        if g is None and not uuid and not bus and len(gpus) == 1:
-            g = gpus[0]
-        if g is None:
-            unmatched[path] = unmatched.get(path, 0) + 1
-            continue
-        same = next((q for q in g.processes if q.pid == proc.pid), None)
-        if same is not None:  # the same process from another input (the table and the CSV): one entry
-            _merge_model(same, proc)
-        else:
-            g.processes = list(g.processes) + [proc]
-        attached = True
-    if attached and "nvml.gpus" in known and "processes" not in known["nvml.gpus"]:
-        known["nvml.gpus"] = sorted(set(known["nvml.gpus"]) | {"processes"})
-    for inp in snap.inputs:
-        if inp.path in unmatched:
-            inp.note = (f"{unmatched[inp.path]} process row(s) not attached to a GPU: add gpu_uuid or gpu_bus_id to "
-                        f"--query-compute-apps, or pass the GPU list (nvidia-smi -L / --query-gpu) with it")
-
-
-def _scrub_logs(logs) -> None:
-    """Remove credentials from every line the report will quote (users paste logs into public issues)."""
-    from gpudoctor.probes.env import redact, scrub
-
-    for hit in logs.signatures:
-        hit.lines = [scrub(x) for x in hit.lines]
-        hit.groups = {k: scrub(v) for k, v in hit.groups.items()}
-    logs.error_lines = [scrub(x) for x in logs.error_lines]
-    logs.kernel_messages = [scrub(x) for x in logs.kernel_messages]
-    logs.commands = [scrub(x) for x in logs.commands]
-    for x in logs.xids:
-        if getattr(x, "line", None):
-            x.line = scrub(x.line)
-    if logs.nccl is not None:
-        logs.nccl.env_set = {k: redact(k, v) for k, v in logs.nccl.env_set.items()}
-        for f in ("warnings", "lines"):
-            if isinstance(getattr(logs.nccl, f, None), list):
-                setattr(logs.nccl, f, [scrub(x) for x in getattr(logs.nccl, f)])
+def load_path(path: str) -> Snapshot:
+    """The Snapshot of a saved report file. Raises InputError (one line naming the file) when it is
+    unreadable, empty, too large, binary, or not a gpudoctor report."""
+    return parse_document(read_text(path), path)

@@ -1,0 +1,114 @@
+"""How `gpudoctor check` merges the facts of several inputs into one snapshot: models field by field, NVML GPUs
+by index, NCCL logs, processes attached to their GPU, quotes scrubbed of secrets."""
+from __future__ import annotations
+
+import typing
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from gpudoctor.facts.model import NcclLogFacts, NvmlFacts, Snapshot
+
+if TYPE_CHECKING:
+    from gpudoctor.parsers.offline import Collected
+
+
+def _merge_model(dst: BaseModel, src: BaseModel) -> None:
+    """Copy the fields ``src`` knows and ``dst`` does not (first file wins on a conflict)."""
+    for name in src.model_fields_set - {"source", "gpus"}:
+        if name not in dst.model_fields_set:
+            setattr(dst, name, getattr(src, name))
+
+
+def _merge_nvml(dst: NvmlFacts, src: NvmlFacts) -> None:
+    _merge_model(dst, src)
+    if "gpus" in src.model_fields_set:
+        by_index = {g.index: g for g in dst.gpus}
+        for g in src.gpus:
+            if g.index in by_index:
+                _merge_model(by_index[g.index], g)
+            else:
+                dst.gpus.append(g.model_copy(deep=True))
+        dst.gpus = sorted(dst.gpus, key=lambda g: g.index)
+
+
+def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
+    if not items:
+        return None
+    out = items[0].model_copy(deep=True)
+    for n in items[1:]:
+        for name in ("version", "cuda_driver_version", "ib_device_found", "net", "nranks", "nvls_channels"):
+            if getattr(out, name) is None and getattr(n, name) is not None:
+                setattr(out, name, getattr(n, name))
+        out.init_complete = out.init_complete or n.init_complete
+        for name in ("transports", "gdr_disabled_hcas", "warnings"):
+            cur = getattr(out, name)
+            cur += [x for x in getattr(n, name) if x not in cur]
+        out.env_set = {**n.env_set, **out.env_set}
+        for host, trs in n.host_net_transports.items():
+            lst = out.host_net_transports.setdefault(host, [])
+            lst += [t for t in trs if t not in lst]
+    return out
+
+
+def _attach(snap: Snapshot, name: str, value: Any) -> bool:
+    """Put a section object from another parser (e.g. topology) into the Snapshot field that accepts its type."""
+    for fname, finfo in Snapshot.model_fields.items():
+        types = typing.get_args(finfo.annotation) or (finfo.annotation,)
+        if any(isinstance(t, type) and isinstance(value, t) for t in types):
+            setattr(snap, fname, value)
+            return True
+    return False
+
+
+def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
+    """Give each GPU the processes a --query-compute-apps CSV lists for it (matched by gpu_uuid / gpu_bus_id;
+    rows without them only when exactly one GPU is known). Unmatched rows are noted on their input file."""
+    gpus = snap.nvml.gpus if snap.nvml is not None else []
+    by_uuid = {g.uuid: g for g in gpus if g.uuid}
+    by_bus = {}
+    for g in gpus:
+        if g.pci_bus_id:
+            by_bus[g.pci_bus_id.lower()[-12:]] = g  # 00000000:18:00.0 and 0000:18:00.0 compare equal
+    unmatched: dict[str, int] = {}
+    attached = False
+    for path, uuid, bus, proc in col.apps:
+        g = by_uuid.get(uuid) if uuid else None
+        g = g or (by_bus.get(bus.lower()[-12:]) if bus else None)
+        if g is None and not uuid and not bus and len(gpus) == 1:
+            g = gpus[0]
+        if g is None:
+            unmatched[path] = unmatched.get(path, 0) + 1
+            continue
+        same = next((q for q in g.processes if q.pid == proc.pid), None)
+        if same is not None:  # the same process from another input (the table and the CSV): one entry
+            _merge_model(same, proc)
+        else:
+            g.processes = list(g.processes) + [proc]
+        attached = True
+    if attached and "nvml.gpus" in known and "processes" not in known["nvml.gpus"]:
+        known["nvml.gpus"] = sorted(set(known["nvml.gpus"]) | {"processes"})
+    for inp in snap.inputs:
+        if inp.path in unmatched:
+            inp.note = (f"{unmatched[inp.path]} process row(s) not attached to a GPU: add gpu_uuid or gpu_bus_id to "
+                        f"--query-compute-apps, or pass the GPU list (nvidia-smi -L / --query-gpu) with it")
+
+
+def _scrub_logs(logs) -> None:
+    """Remove credentials from every line the report will quote (users paste logs into public issues)."""
+    from gpudoctor.facts.env import redact, scrub
+
+    for hit in logs.signatures:
+        hit.lines = [scrub(x) for x in hit.lines]
+        hit.groups = {k: scrub(v) for k, v in hit.groups.items()}
+    logs.error_lines = [scrub(x) for x in logs.error_lines]
+    logs.kernel_messages = [scrub(x) for x in logs.kernel_messages]
+    logs.commands = [scrub(x) for x in logs.commands]
+    for x in logs.xids:
+        if getattr(x, "line", None):
+            x.line = scrub(x.line)
+    if logs.nccl is not None:
+        logs.nccl.env_set = {k: redact(k, v) for k, v in logs.nccl.env_set.items()}
+        for f in ("warnings", "lines"):
+            if isinstance(getattr(logs.nccl, f, None), list):
+                setattr(logs.nccl, f, [scrub(x) for x in getattr(logs.nccl, f)])

@@ -1,0 +1,26 @@
+"""`gpudoctor check`: saved outputs -> facts -> rules, offline."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpudoctor.facts.findings import Report
+
+
+@dataclass
+class CheckResult:
+    """The report (None when no input was usable), the inputs that were bad (exit 2), and those skipped."""
+
+    report: Report | None
+    errors: list[str] = field(default_factory=list)   #: one line per bad input
+    skipped: list[str] = field(default_factory=list)  #: files in a folder that were not recognised
+
+
+def run_check(paths: list[str]) -> CheckResult:
+    """Recognise each path by content, build one snapshot, evaluate every rule."""
+    from gpudoctor.parsers.offline import SKIPPED, build_snapshot
+    from gpudoctor.rules import evaluate
+
+    snap, errors = build_snapshot(paths)
+    skipped = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
+    errors = [e for e in errors if not e.startswith(SKIPPED)]
+    return CheckResult(evaluate(snap) if snap is not None else None, errors, skipped)
