@@ -20,14 +20,7 @@ from gpudoctor.parsers.lspci import PciDevice
 from gpudoctor.probes.subproc import CmdResult
 from gpudoctor.probes.sysfs import read_int, read_text
 
-WORKER = Path(__file__).with_name("nvml_worker.py")
 BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-# nvml.h nvmlGpuTopologyLevel_t -> the relation names of `nvidia-smi topo -m`
-TOPO_LEVEL = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-# nvml.h nvmlGpuP2PStatus_t -> nvidia-smi topo -p2p legend
-P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
-FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-FABRIC_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 PEERMEM = ("nvidia_peermem", "nv_peer_mem")
 
