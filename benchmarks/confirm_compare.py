@@ -159,8 +159,12 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
 
                 from gpudoctor.confirm.collectives import time_allreduce
 
-                gd, pl = alternate(paired, lambda: statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)),
-                                   lambda: plain_allreduce(t, iters))
+                # the callables run inside this iteration; default args bind this round's tensor and count
+                gd, pl = alternate(
+                    paired,
+                    lambda t=t, iters=iters: statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)),
+                    lambda t=t, iters=iters: plain_allreduce(t, iters),
+                )
                 res["allreduce_paired"].append({"dtype": dname, "size_bytes": t.numel() * t.element_size(),
                                                 "gpudoctor_s": gd, "plain_s": pl})
             del t
@@ -241,9 +245,13 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
             _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 0, STEPS_WARMUP)  # warm-up
             if not cpu:
                 torch.cuda.reset_peak_memory_stats()
-            gd, pl = alternate(paired, lambda: _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks,
-                                                            0, steps)["window_step_s"],
-                               lambda: plain_window(ids, labels))
+            # the callables run inside this iteration; default args bind this round's batch
+            gd, pl = alternate(
+                paired,
+                lambda ids=ids, labels=labels: _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels,
+                                                            marks, 0, steps)["window_step_s"],
+                lambda ids=ids, labels=labels: plain_window(ids, labels),
+            )
             res["paired"].append({"batch": b, "seq": q, "steps_per_window": steps, "plain_step_s": pl,
                                   "gpudoctor_step_s": gd,
                                   "peak_allocated_bytes": None if cpu else torch.cuda.max_memory_allocated()})

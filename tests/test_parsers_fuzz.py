@@ -142,8 +142,8 @@ from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
 from gpudoctor.parsers import _text, topo, topology_text, torch_messages  # noqa: E402
 from gpudoctor.probes import nvml as nvml_probe  # noqa: E402
-from gpudoctor.probes import topology as topology_probe
-from gpudoctor.probes import torch_probe
+from gpudoctor.probes import topology as topology_probe  # noqa: E402
+from gpudoctor.probes import torch_probe  # noqa: E402
 
 MORE = {  # name -> (function of one text, REAL capture it is mutated from, the clear error it may raise)
     "topo": (topo.parse_topo_matrix, "topology/topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt", ParseError),

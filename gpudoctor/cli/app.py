@@ -386,9 +386,10 @@ def main() -> None:
     run_app(app)
 
 
-from gpudoctor.cli import (
-    compat_cmd,  # noqa: E402,F401  (registers cuda-version-check on app)
-    lint_cmd,  # noqa: E402  (registers `gpudoctor lint`; gpudoctor/lint/)
+# Imported last, deliberately: each module registers its command on `app` defined above.
+from gpudoctor.cli import (  # noqa: E402  (must run after `app` exists)
+    compat_cmd,  # noqa: F401  (registers cuda-version-check on app)
+    lint_cmd,  # registers `gpudoctor lint`; gpudoctor/lint/
 )
 from gpudoctor.cli import perf as _perf  # noqa: E402  (selftest, burn, baseline: issue 16)
 

@@ -77,10 +77,10 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             found = []
             unreadable: list[str] = []
 
-            def walk_error(exc: OSError, _bad: list[str] = unreadable) -> None:
+            def walk_error(exc: OSError, _bad: list[str] = unreadable, _p: str = p) -> None:
                 # os.walk skips a folder it cannot list; say so instead of "holds no files"
-                errors.append(f"{exc.filename or p}: cannot read the folder: {exc.strerror or exc}")
-                _bad.append(str(exc.filename or p))
+                errors.append(f"{exc.filename or _p}: cannot read the folder: {exc.strerror or exc}")
+                _bad.append(str(exc.filename or _p))
 
             for root, dirs, names in os.walk(p, onerror=walk_error):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -36,19 +36,6 @@ from gpudoctor.parsers.lspci import normalize_bdf, parse_lspci
 from gpudoctor.parsers.topo import ParseError, parse_topo_matrix
 from gpudoctor.probes.nvml import worker_messages
 from gpudoctor.probes.subproc import run_cmd
-
-WORKER = Path(__file__).with_name("nvml_worker.py")
-BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-# nvml.h nvmlGpuTopologyLevel_t -> the relation names of `nvidia-smi topo -m`
-TOPO_LEVEL = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-# nvml.h nvmlGpuP2PStatus_t -> nvidia-smi topo -p2p legend
-P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
-FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-FABRIC_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
-ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
-PEERMEM = ("nvidia_peermem", "nv_peer_mem")
-
-
 from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     Roots,
     Runner,
@@ -68,6 +55,18 @@ from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     pci_path,
     read_pci_device,
 )
+
+WORKER = Path(__file__).with_name("nvml_worker.py")
+BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# nvml.h nvmlGpuTopologyLevel_t -> the relation names of `nvidia-smi topo -m`
+TOPO_LEVEL = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+# nvml.h nvmlGpuP2PStatus_t -> nvidia-smi topo -p2p legend
+P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
+FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+FABRIC_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
+ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
+PEERMEM = ("nvidia_peermem", "nv_peer_mem")
+
 
 # ---------------------------------------------------------------------------------- NVML worker streams
 

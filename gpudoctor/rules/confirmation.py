@@ -76,7 +76,7 @@ def nvlink_gbs(g) -> tuple[float, int, int | None]:
     """(GB/s one direction over the GPU's active NVLinks, active link count, NVLink generation). An unknown
     generation counts 25 GB/s per link (rules/confirm.toml [nvlink.per_link_gbs] default), never 0."""
     cfg = _cfg("nvlink")
-    active = [l for l in g.nvlinks if l.active]
+    active = [link for link in g.nvlinks if link.active]
     if not active:
         return 0.0, 0, None
     by_name = {k: v for k, v in cfg["per_link_gbs_by_name"].items() if k != "source"}

@@ -76,7 +76,7 @@ def test_bad_input_exits_2_with_one_line(args, msg):
 
 
 def test_bad_fleet_files(tmp_path):
-    for text, msg in [("[[node]]\nname='x'\ngpu='H100'\ncolor='red'\n", "unknown key"), ("x = 1\n", "no [[node]]"),
+    for text, _msg in [("[[node]]\nname='x'\ngpu='H100'\ncolor='red'\n", "unknown key"), ("x = 1\n", "no [[node]]"),
                       ("[[node]]\nname='x'\n", "needs a driver"), ("[[node]]\ngpu='Riva TNT'\n", "unknown GPU model"),
                       ("[[node\n", "not valid TOML")]:
         p = tmp_path / "fleet.toml"
