@@ -118,13 +118,20 @@ def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, s
     for i, d in sorted(per.items()):
         state = FABRIC_STATE.get(d.get("state"), "unknown")
         status = d.get("status")
-        out.append(FabricInfo(gpu=i, state=state,
-                              status=None if status is None else ("Success" if status == 0 else
-                                                                  d.get("status_name") or f"NVML error {status}"),
-                              clique_id=d.get("clique_id"), cluster_uuid=d.get("cluster_uuid"),
-                              health_mask=d.get("health_mask"),
-                              health_summary=FABRIC_SUMMARY.get(d.get("health_summary")) if "health_summary" in d else None,
-                              struct_version=d.get("struct_version")))
+        out.append(
+            FabricInfo(
+                gpu=i,
+                state=state,
+                status=None
+                if status is None
+                else ("Success" if status == 0 else d.get("status_name") or f"NVML error {status}"),
+                clique_id=d.get("clique_id"),
+                cluster_uuid=d.get("cluster_uuid"),
+                health_mask=d.get("health_mask"),
+                health_summary=FABRIC_SUMMARY.get(d.get("health_summary")) if "health_summary" in d else None,
+                struct_version=d.get("struct_version"),
+            )
+        )
     return out, errs
 
 

@@ -107,8 +107,24 @@ def test_companion_pins_mismatch(tmp_path):
 @pytest.mark.slow
 def test_installed_torch_default_mode():
     # this machine's venv has a CPU-only torch: against any GPU target it must fail, naming the build
-    r = subprocess.run([sys.executable, "-m", "gpudoctor", "cuda-version-check", "--python", sys.executable,
-                        "--driver", "580.159.04", "--gpu", "H200"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpudoctor",
+            "cuda-version-check",
+            "--python",
+            sys.executable,
+            "--driver",
+            "580.159.04",
+            "--gpu",
+            "H200",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     try:
         import torch  # noqa: F401
     except ImportError:
