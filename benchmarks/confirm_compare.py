@@ -386,7 +386,8 @@ def main() -> int:
     ddp_ratio = gd_mean / plain["ddp"]["step_s"]
     print(
         f"DDP {d.model} step (batch {args.batch}/rank x seq {args.seq}, {d.precision}, {d.optimizer}): gpudoctor "
-        f"window mean {gd_mean * 1e3:.2f} ms, per-step median {d.step.step_s.median * 1e3:.2f} ms (p25-p75 {d.step.step_s.p25 * 1e3:.2f}-{d.step.step_s.p75 * 1e3:.2f}; "
+        f"window mean {gd_mean * 1e3:.2f} ms, per-step median {d.step.step_s.median * 1e3:.2f} ms "
+        f"(p25-p75 {d.step.step_s.p25 * 1e3:.2f}-{d.step.step_s.p75 * 1e3:.2f}; "
         f"fwd {d.step.forward_s.median * 1e3:.2f} / bwd {d.step.backward_s.median * 1e3:.2f} / "
         f"opt {d.step.optimizer_s.median * 1e3:.2f}), plain {plain['ddp']['step_s'] * 1e3:.2f} ms, "
         f"ratio {ddp_ratio:.3f} ({'within' if abs(ddp_ratio - 1) <= 0.05 else 'OUTSIDE'} 5 %); "

@@ -61,7 +61,10 @@ def fake_tool(bindir: Path, name: str, mode: str) -> None:
         "time.sleep(120)\n",
         "nonzero": f"import sys\nsys.{stream}.write({message!r} + '\\n')\nsys.exit({code})\n",
         "crash": "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
-        "garbage": "import os, sys\nsys.stdout.buffer.write(bytes(range(256)) * 4 + b'\\xff\\xfe GPU0 \\x1b[31m ???\\n')\n",
+        "garbage": (
+            "import os, sys\n"
+            "sys.stdout.buffer.write(bytes(range(256)) * 4 + b'\\xff\\xfe GPU0 \\x1b[31m ???\\n')\n"
+        ),
         # cut in the middle of a row (a tool killed while printing, a full pipe)
         "truncated": f"import sys\nsys.stdout.write({text[: len(text) // 3]!r})\n",
     }[mode]

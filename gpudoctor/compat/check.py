@@ -150,7 +150,8 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
                 return Verdict(
                     check,
                     FAIL,
-                    f"CUDA {torch_cuda} predates {sm}: the first toolkit for compute capability {cc} is CUDA {row.first}",
+                    f"CUDA {torch_cuda} predates {sm}: the first toolkit for compute capability {cc} "
+                    f"is CUDA {row.first}",
                     sources=list(row.sources),
                     unverified=_note(row.status, f"cc {cc} row"),
                     data={"cc": cc},
@@ -188,7 +189,8 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
     return Verdict(
         check,
         FAIL,
-        f"no cubin or PTX for {sm} in the arch list ({listed}): 'no kernel image is available for execution on the device'",
+        f"no cubin or PTX for {sm} in the arch list ({listed}): "
+        "'no kernel image is available for execution on the device'",
         evidence=[f"arch list ({arch_source}): {listed}"],
         sources=[guide],
         unverified=unverified,

@@ -278,8 +278,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     if not kinds and not hits:
         return (
             f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "
-            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, NCCL log, "
-            f"env dump, error text or gpudoctor report)"
+            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, "
+            f"NCCL log, env dump, error text or gpudoctor report)"
         )
     structured = [k for k in kinds if k != D.ERRORS]
     if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:

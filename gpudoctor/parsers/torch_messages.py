@@ -20,7 +20,8 @@ from gpudoctor.facts.model import GpuFacts, NvmlFacts, TorchFacts
 _FOUND = re.compile(r"driver on your system is too old \(found version (\d+)\)")
 _ARCH = re.compile(
     r"^(?P<gpu>.+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"
-    r" installation\.?\s*(?:\n\s*)?The current PyTorch install supports CUDA capabilities(?P<list>(?:\s+(?:sm|compute)_\d+[af]?)+)",
+    r" installation\.?\s*(?:\n\s*)?The current PyTorch install supports CUDA capabilities"
+    r"(?P<list>(?:\s+(?:sm|compute)_\d+[af]?)+)",
     re.M,
 )
 _NVCC = re.compile(

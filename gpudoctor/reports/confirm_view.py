@@ -69,7 +69,8 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
     if d is not None:
         console.print(
             f"[bold]DDP smoke step[/] · {d.model} ({d.params / 1e6:.1f} M params), {d.precision}, "
-            f"{d.optimizer}, batch {d.per_rank_batch}/rank{' (auto)' if (d.batch_choice or '').startswith('auto') else ''}"
+            f"{d.optimizer}, batch {d.per_rank_batch}/rank"
+            f"{' (auto)' if (d.batch_choice or '').startswith('auto') else ''}"
             f" x seq {d.seq_len}, {d.world_size} rank(s), "
             f"{d.warmup_steps} warm-up + {d.timed_steps} timed steps",
             highlight=False,

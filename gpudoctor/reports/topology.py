@@ -123,7 +123,8 @@ def render_topology(topo: TopologyFacts, console: Console, verbose: bool = False
         console.print(
             "  [bold]RDMA ports[/]: "
             + ", ".join(
-                f"{escape(p.device)}/{p.port} {escape(p.state or '?')} {escape(p.rate_text or '')} {escape(p.link_layer or '')}"
+                f"{escape(p.device)}/{p.port} {escape(p.state or '?')} {escape(p.rate_text or '')} "
+                f"{escape(p.link_layer or '')}"
                 for p in topo.ib_ports
             ),
             highlight=False,

@@ -237,7 +237,8 @@ def forward_compat(ctx):
         ev.append(f"torch CUDA init: {err[:300]}")
     for lib in compat:
         ev.append(
-            f"LD_LIBRARY_PATH has {lib.path} (user-mode driver {lib.version}) over kernel driver {nv.driver_version}: forward compatibility"
+            f"LD_LIBRARY_PATH has {lib.path} (user-mode driver {lib.version}) over kernel driver "
+            f"{nv.driver_version}: forward compatibility"
         )
     ev += [f"GPU {g.index} {g.name}: {s} GPU" for g, s in segs]
     data = {"error": err, "compat_libs": [lib.path for lib in compat], "driver": nv.driver_version if nv else None}

@@ -275,7 +275,8 @@ def copy_low(ctx):
         if low < fraction * rate:
             yield ctx.finding(
                 [
-                    f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: pinned H2D {cp.h2d_gbs.median:.1f} GB/s, "
+                    f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: "
+                    f"pinned H2D {cp.h2d_gbs.median:.1f} GB/s, "
                     f"D2H {cp.d2h_gbs.median:.1f} GB/s ({fmt_size(cp.size_bytes)} copies)",
                     f"NVML link PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max} = {rate:.1f} GB/s per direction; "
                     f"expected at least {fraction:.0%} = {fraction * rate:.1f} GB/s",

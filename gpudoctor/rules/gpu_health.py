@@ -51,7 +51,8 @@ def clock_events(ctx):
         hw = [FAULT_REASONS[r] for r in FAULT_REASONS if r in active]
         sw = [WARN_REASONS[r] for r in WARN_REASONS if r in active]
         ev = [
-            f"GPU {g.index}: clock event reasons 0x{g.clock_event_reasons_mask:x} = {', '.join(sorted(active)) or 'none'}"
+            f"GPU {g.index}: clock event reasons 0x{g.clock_event_reasons_mask:x} = "
+            f"{', '.join(sorted(active)) or 'none'}"
         ]
         if hw:
             yield ctx.finding(ev + hw, subject=f"GPU {g.index}", data={"mask": g.clock_event_reasons_mask})
@@ -68,7 +69,8 @@ def clock_events(ctx):
     ok="power limits at default",
     why="A power limit below the board default caps clocks under load (SW Power Cap) and makes this GPU the "
     "slowest rank.",
-    fix="Restore the default limit: `sudo nvidia-smi -i <gpu> -pl <default W>` (or remove the site policy that lowers it).",
+    fix="Restore the default limit: `sudo nvidia-smi -i <gpu> -pl <default W>` "
+    "(or remove the site policy that lowers it).",
     sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H19"],
 )
 def power_limit(ctx):
@@ -109,7 +111,8 @@ def ecc(ctx):
                 subject=f"GPU {g.index}",
                 title="Uncorrected ECC errors in the GPU's history",
                 data={"volatile": 0, "aggregate": agg},
-                remedy="Watch the volatile counter; check the remapped rows (GPU005) and the kernel log for XID 48/63/64.",
+                remedy="Watch the volatile counter; check the remapped rows (GPU005) "
+                "and the kernel log for XID 48/63/64.",
             )
 
 

@@ -23,7 +23,8 @@ def link_width(ctx):
         if g.pcie_width_current < g.pcie_width_max:
             yield ctx.finding(
                 [
-                    f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: PCIe x{g.pcie_width_current}, max x{g.pcie_width_max}"
+                    f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: "
+                    f"PCIe x{g.pcie_width_current}, max x{g.pcie_width_max}"
                 ],
                 subject=f"GPU {g.index}",
                 data={"width": g.pcie_width_current, "width_max": g.pcie_width_max},
