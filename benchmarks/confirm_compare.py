@@ -159,8 +159,12 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
 
                 from gpudoctor.confirm.collectives import time_allreduce
 
-                gd, pl = alternate(paired, lambda: statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)),
-                                   lambda: plain_allreduce(t, iters))
+                # the callables run inside this iteration; default args bind this round's tensor and count
+                gd, pl = alternate(
+                    paired,
+                    lambda t=t, iters=iters: statistics.median(time_allreduce(dist, t, iters=iters, warmup=WARMUP)),
+                    lambda t=t, iters=iters: plain_allreduce(t, iters),
+                )
                 res["allreduce_paired"].append({"dtype": dname, "size_bytes": t.numel() * t.element_size(),
                                                 "gpudoctor_s": gd, "plain_s": pl})
             del t
@@ -241,9 +245,13 @@ def plain_rank(rank: int, n: int, port: int, batch: int, seq: int, out: str, cpu
             _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks, 0, STEPS_WARMUP)  # warm-up
             if not cpu:
                 torch.cuda.reset_peak_memory_stats()
-            gd, pl = alternate(paired, lambda: _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels, marks,
-                                                            0, steps)["window_step_s"],
-                               lambda: plain_window(ids, labels))
+            # the callables run inside this iteration; default args bind this round's batch
+            gd, pl = alternate(
+                paired,
+                lambda ids=ids, labels=labels: _train_steps(torch, ddp, loss_fn, opt, None, autocast, ids, labels,
+                                                            marks, 0, steps)["window_step_s"],
+                lambda ids=ids, labels=labels: plain_window(ids, labels),
+            )
             res["paired"].append({"batch": b, "seq": q, "steps_per_window": steps, "plain_step_s": pl,
                                   "gpudoctor_step_s": gd,
                                   "peak_allocated_bytes": None if cpu else torch.cuda.max_memory_allocated()})
@@ -299,10 +307,23 @@ def main() -> int:
     gd_runs, plain_runs, t_gd, t_plain = [], [], 0.0, 0.0
     for _ in range(args.repeat):
         t0 = time.monotonic()
-        facts = confirm(python=sys.executable, cpu=args.cpu, nproc=n, tasks=["allreduce", "ddp"], timeout_s=args.timeout,
-                        sizes=CPU_SIZES if args.cpu else SIZES, dtypes=DTYPES, model="tiny" if args.cpu else "builtin",
-                        ar_warmup=WARMUP, ar_iters=ITERS, batch=args.batch, seq=args.seq,
-                        warmup_steps=STEPS_WARMUP, steps=STEPS, baseline=False)
+        facts = confirm(
+            python=sys.executable,
+            cpu=args.cpu,
+            nproc=n,
+            tasks=["allreduce", "ddp"],
+            timeout_s=args.timeout,
+            sizes=CPU_SIZES if args.cpu else SIZES,
+            dtypes=DTYPES,
+            model="tiny" if args.cpu else "builtin",
+            ar_warmup=WARMUP,
+            ar_iters=ITERS,
+            batch=args.batch,
+            seq=args.seq,
+            warmup_steps=STEPS_WARMUP,
+            steps=STEPS,
+            baseline=False,
+        )
         t_gd += time.monotonic() - t0
         if facts.status != "ok":
             print(f"gpudoctor run {facts.status}: {facts.reason}")
@@ -345,27 +366,34 @@ def main() -> int:
             continue
         med, lo, hi = bootstrap_median_ci(ratios)
         ar_paired.append(dict(p, ratio_median=med, ratio_ci95=[lo, hi]))
-        print(f"  paired ({len(ratios)} rounds) {p['dtype']} {fmt_size(p['size_bytes'])}: gpudoctor "
-              f"{statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain {statistics.median(p['plain_s']) * 1e3:.3f} ms,"
-              f" per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]")
+        print(
+            f"  paired ({len(ratios)} rounds) {p['dtype']} {fmt_size(p['size_bytes'])}: gpudoctor "
+            f"{statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain {statistics.median(p['plain_s']) * 1e3:.3f} ms,"
+            f" per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]"
+        )
     for p in plain_runs[-1].get("kernel_paired") or []:
         ratios = [g / q for g, q in zip(p["gpudoctor_s"], p["plain_s"], strict=False) if q > 0]
         med, lo, hi = bootstrap_median_ci(ratios)
         p.update(ratio_median=med, ratio_ci95=[lo, hi])
-        print(f"  harness check, device-bound kernel t.mul_(1) ({len(ratios)} rounds) bf16 {fmt_size(p['size_bytes'])}: "
-              f"gpudoctor timing {statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain "
-              f"{statistics.median(p['plain_s']) * 1e3:.3f} ms, per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]")
+        print(
+            f"  harness check, device-bound kernel t.mul_(1) ({len(ratios)} rounds) bf16 {fmt_size(p['size_bytes'])}: "
+            f"gpudoctor timing {statistics.median(p['gpudoctor_s']) * 1e3:.3f} ms, plain "
+            f"{statistics.median(p['plain_s']) * 1e3:.3f} ms, per-round ratio median {med:.3f} [{lo:.3f}, {hi:.3f}]"
+        )
     d = facts.ddp
     # like for like: the plain loop times all steps end to end (a mean), so compare gpudoctor's mean step
     gd_mean = statistics.median(gd_step_means)
     ddp_ratio = gd_mean / plain["ddp"]["step_s"]
-    print(f"DDP {d.model} step (batch {args.batch}/rank x seq {args.seq}, {d.precision}, {d.optimizer}): gpudoctor "
-          f"window mean {gd_mean * 1e3:.2f} ms, per-step median {d.step.step_s.median * 1e3:.2f} ms (p25-p75 {d.step.step_s.p25 * 1e3:.2f}-{d.step.step_s.p75 * 1e3:.2f}; "
-          f"fwd {d.step.forward_s.median * 1e3:.2f} / bwd {d.step.backward_s.median * 1e3:.2f} / "
-          f"opt {d.step.optimizer_s.median * 1e3:.2f}), plain {plain['ddp']['step_s'] * 1e3:.2f} ms, "
-          f"ratio {ddp_ratio:.3f} ({'within' if abs(ddp_ratio - 1) <= 0.05 else 'OUTSIDE'} 5 %); "
-          f"per-run means gpudoctor {[round(x * 1e3, 2) for x in gd_step_means]} ms, "
-          f"plain {[round(x * 1e3, 2) for x in plain_step_means]} ms (medians compared)")
+    print(
+        f"DDP {d.model} step (batch {args.batch}/rank x seq {args.seq}, {d.precision}, {d.optimizer}): gpudoctor "
+        f"window mean {gd_mean * 1e3:.2f} ms, per-step median {d.step.step_s.median * 1e3:.2f} ms "
+        f"(p25-p75 {d.step.step_s.p25 * 1e3:.2f}-{d.step.step_s.p75 * 1e3:.2f}; "
+        f"fwd {d.step.forward_s.median * 1e3:.2f} / bwd {d.step.backward_s.median * 1e3:.2f} / "
+        f"opt {d.step.optimizer_s.median * 1e3:.2f}), plain {plain['ddp']['step_s'] * 1e3:.2f} ms, "
+        f"ratio {ddp_ratio:.3f} ({'within' if abs(ddp_ratio - 1) <= 0.05 else 'OUTSIDE'} 5 %); "
+        f"per-run means gpudoctor {[round(x * 1e3, 2) for x in gd_step_means]} ms, "
+        f"plain {[round(x * 1e3, 2) for x in plain_step_means]} ms (medians compared)"
+    )
     paired = []
     for p in plain_runs[-1].get("paired") or []:
         ratios = [g / q for g, q in zip(p["gpudoctor_step_s"], p["plain_step_s"], strict=False)]
@@ -377,24 +405,44 @@ def main() -> int:
         peak_txt = f"{p['peak_allocated_bytes'] / 1e9:.1f} GB" if p["peak_allocated_bytes"] else "n/a"
         paired.append(dict(p, ratios=ratios, ratio_median=med, ratio_ci95=[lo, hi], plain_window_noise=floor,
                            verdict=verdict))
-        print(f"paired windows, batch {p['batch']}/rank x seq {p['seq']} ({len(ratios)} rounds x {p['steps_per_window']}"
-              f" steps per side): gpudoctor {statistics.median(p['gpudoctor_step_s']) * 1e3:.2f} ms, plain "
-              f"{statistics.median(pl) * 1e3:.2f} ms (medians); per-round ratio median {med:.3f}, bootstrap 95 % "
-              f"[{lo:.3f}, {hi:.3f}] -> {verdict}; consecutive plain windows differ by {(floor or 0) * 100:.1f} % "
-              f"(median); peak {peak_txt}; "
-              f"ratios {[round(r, 3) for r in ratios]}")
+        print(
+            f"paired windows, batch {p['batch']}/rank x seq {p['seq']} ({len(ratios)} rounds x {p['steps_per_window']}"
+            f" steps per side): gpudoctor {statistics.median(p['gpudoctor_step_s']) * 1e3:.2f} ms, plain "
+            f"{statistics.median(pl) * 1e3:.2f} ms (medians); per-round ratio median {med:.3f}, bootstrap 95 % "
+            f"[{lo:.3f}, {hi:.3f}] -> {verdict}; consecutive plain windows differ by {(floor or 0) * 100:.1f} % "
+            f"(median); peak {peak_txt}; "
+            f"ratios {[round(r, 3) for r in ratios]}"
+        )
     peak = d.memory[0].peak_allocated_bytes if d.memory else None
     print(f"peak memory rank 0: {f'{peak / 1e9:.2f} GB' if peak else 'n/a (CPU)'}; params {d.params:,}")
     if facts.copies:
         print("pinned copies: " + ", ".join(f"GPU {c.device_index} H2D {c.h2d_gbs.median:.1f} / D2H "
                                             f"{c.d2h_gbs.median:.1f} GB/s" for c in facts.copies))
-    doc = {"world_size": n, "torch": facts.torch_version, "nccl": facts.nccl_version, "allreduce": rows,
-           "ddp": {"gpudoctor_step_s": gd_mean, "gpudoctor_median_s": d.step.step_s.median, "gpudoctor_p25_s": d.step.step_s.p25,
-                   "gpudoctor_p75_s": d.step.step_s.p75, "plain_step_s": plain["ddp"]["step_s"], "ratio": ddp_ratio,
-                   "batch": args.batch, "seq": args.seq, "precision": d.precision, "optimizer": d.optimizer,
-                   "params": d.params, "gpudoctor_run_means_s": gd_step_means, "plain_run_means_s": plain_step_means,
-                   "repeat": args.repeat}, "paired": paired,
-           "allreduce_paired": ar_paired, "kernel_paired": plain_runs[-1].get("kernel_paired")}
+    doc = {
+        "world_size": n,
+        "torch": facts.torch_version,
+        "nccl": facts.nccl_version,
+        "allreduce": rows,
+        "ddp": {
+            "gpudoctor_step_s": gd_mean,
+            "gpudoctor_median_s": d.step.step_s.median,
+            "gpudoctor_p25_s": d.step.step_s.p25,
+            "gpudoctor_p75_s": d.step.step_s.p75,
+            "plain_step_s": plain["ddp"]["step_s"],
+            "ratio": ddp_ratio,
+            "batch": args.batch,
+            "seq": args.seq,
+            "precision": d.precision,
+            "optimizer": d.optimizer,
+            "params": d.params,
+            "gpudoctor_run_means_s": gd_step_means,
+            "plain_run_means_s": plain_step_means,
+            "repeat": args.repeat,
+        },
+        "paired": paired,
+        "allreduce_paired": ar_paired,
+        "kernel_paired": plain_runs[-1].get("kernel_paired"),
+    }
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "compare.json"), "w") as fh:
             json.dump(doc, fh, indent=1)

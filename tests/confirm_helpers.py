@@ -49,10 +49,24 @@ def h200_copy_facts(snap: Snapshot, kind: str = "pinned") -> ConfirmationFacts:
     """Confirmation facts of the H200 (1 GPU) with the copy figures of the capture."""
     g = snap.nvml.gpus[0]
     h2d, d2h = h200_copy(kind)
-    return ConfirmationFacts(status="ok", backend="nccl", device="cuda", world_size=1, tasks=["copy", "allreduce", "ddp"],
-                             copies=[CopyResult(rank=0, device_index=0, uuid=g.uuid.removeprefix("GPU-"),
-                                                pci_bus_id=g.pci_bus_id, size_bytes=1 << 30,
-                                                h2d_gbs=stat([h2d]), d2h_gbs=stat([d2h]))])
+    return ConfirmationFacts(
+        status="ok",
+        backend="nccl",
+        device="cuda",
+        world_size=1,
+        tasks=["copy", "allreduce", "ddp"],
+        copies=[
+            CopyResult(
+                rank=0,
+                device_index=0,
+                uuid=g.uuid.removeprefix("GPU-"),
+                pci_bus_id=g.pci_bus_id,
+                size_bytes=1 << 30,
+                h2d_gbs=stat([h2d]),
+                d2h_gbs=stat([d2h]),
+            )
+        ],
+    )
 
 
 def copy_capture(name: str, dst: Path) -> Path:

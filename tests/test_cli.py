@@ -206,7 +206,9 @@ def test_torch_probe_crash_is_not_reported_as_torch_missing(tmp_path):
 
 def test_folder_skips_files_of_no_known_format_but_named_files_must_parse(tmp_path):
     (tmp_path / "notes.txt").write_text("just some notes\n")
-    (tmp_path / "err.txt").write_text("RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    (tmp_path / "err.txt").write_text(
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
     r = gd("check", str(tmp_path))
     assert r.returncode == 1 and "skipped 1 file(s)" in r.stderr and "SIG001" in r.stdout
     r = gd("check", str(tmp_path / "notes.txt"), str(tmp_path / "err.txt"))
@@ -230,8 +232,16 @@ def test_entry_starts_the_torch_probe_early_only_for_scan(monkeypatch):
     assert entry.early_torch_probe(["scan"]) and calls[-1] == (None, 90.0)
     assert entry.early_torch_probe(["scan", "--json", "--python", "/opt/py", "--torch-timeout=30"])
     assert calls[-1] == ("/opt/py", 30.0)
-    for argv in (["scan", "--help"], ["check", "x"], [], ["scan", "--torch-timeout", "soon"], ["smoke"],
-                 ["scan", "--torch-timeout", "0"], ["scan", "--torch-timeout", "nan"], ["scan", "--torch-timeout=1e300"]):
+    for argv in (
+        ["scan", "--help"],
+        ["check", "x"],
+        [],
+        ["scan", "--torch-timeout", "soon"],
+        ["smoke"],
+        ["scan", "--torch-timeout", "0"],
+        ["scan", "--torch-timeout", "nan"],
+        ["scan", "--torch-timeout=1e300"],
+    ):
         n = len(calls)
         assert not entry.early_torch_probe(argv) and len(calls) == n, argv
 
@@ -245,8 +255,15 @@ def test_entry_default_torch_timeout_matches_the_scan_option():
     assert entry.TORCH_TIMEOUT_DEFAULT == default and entry.MAX_TIMEOUT_S == app.MAX_TIMEOUT_S
 
 
-@pytest.mark.parametrize("args", [["smoke", "--cpu", "--timeout", "inf"], ["bench", "allreduce", "--cpu", "--timeout", "1e300"],
-                                  ["scan", "--torch-timeout", "inf"], ["scan", "--confirm-timeout", "nan"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["smoke", "--cpu", "--timeout", "inf"],
+        ["bench", "allreduce", "--cpu", "--timeout", "1e300"],
+        ["scan", "--torch-timeout", "inf"],
+        ["scan", "--confirm-timeout", "nan"],
+    ],
+)
 def test_absurd_timeouts_are_usage_errors(args):
     r = gd(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

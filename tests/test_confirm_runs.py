@@ -124,8 +124,13 @@ def test_hung_rank_is_detected_cleaned_up_and_the_transport_named(monkeypatch):
         assert main.message == "hung: all-reduce bfloat16 64 KiB did not complete within 8 s (ranks 0, 1)"
         assert main.seconds < 8 + 4                              # bounded by the timeout
         assert [r.exitcode for r in main.ranks] == [-9, -9]      # the launcher SIGKILLed both ranks
-        assert main.orphans_killed == 0 and leftovers() == []    # and left nothing behind
-        assert (p2p.name, p2p.status, shm.name, shm.status) == ("NCCL_P2P_DISABLE=1", "ok", "NCCL_SHM_DISABLE=1", "hung")
+        assert main.orphans_killed == 0 and leftovers() == []  # and left nothing behind
+        assert (p2p.name, p2p.status, shm.name, shm.status) == (
+            "NCCL_P2P_DISABLE=1",
+            "ok",
+            "NCCL_SHM_DISABLE=1",
+            "hung",
+        )
         assert p2p.env == {"NCCL_P2P_DISABLE": "1"} and facts.transport_verdict == "p2p"
         assert Path(main.log_dir, "rank1.log").exists() and p2p.log_dir is None
         labels = {e.label for e in events}

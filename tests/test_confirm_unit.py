@@ -57,7 +57,9 @@ def test_make_spec_drops_repeated_sizes_and_dtypes_and_allows_512_on_bert():
     spec = plan.make_spec(cpu=False, nproc=0, tasks=["allreduce", "ddp"], timeout_s=10, sizes=[1024, 1024, 2048],
                           dtypes=["fp32", "float32", "bf16"], seq=512, scaling="strong", batch=3)
     assert spec["allreduce"]["sizes"] == [1024, 2048] and spec["allreduce"]["dtypes"] == ["float32", "bfloat16"]
-    assert spec["ddp"]["seq"] == 512  # BERT-base has 512 positions; strong scaling with nproc 0 is checked by the worker
+    assert (
+        spec["ddp"]["seq"] == 512
+    )  # BERT-base has 512 positions; strong scaling with nproc 0 is checked by the worker
 
 
 def test_retry_spec_is_shorter_and_skips_copies():
@@ -242,8 +244,20 @@ def test_time_allreduce_groups_calls_and_divides_by_the_group_size():
     assert time_allreduce(_FakeDist(0), T(), iters=0, warmup=0) == []
 
 
-@pytest.mark.parametrize("free_gb, seq, expect", [(139, 128, 128), (79, 128, 128), (24, 128, 64), (16, 128, 32),
-                                                  (8, 128, 8), (4, 128, 8), (139, 512, 32), (139, 64, 128), (16, 512, 8)])
+@pytest.mark.parametrize(
+    "free_gb, seq, expect",
+    [
+        (139, 128, 128),
+        (79, 128, 128),
+        (24, 128, 64),
+        (16, 128, 32),
+        (8, 128, 8),
+        (4, 128, 8),
+        (139, 512, 32),
+        (139, 64, 128),
+        (16, 512, 8),
+    ],
+)
 def test_auto_batch_fits_the_memory_budget(free_gb, seq, expect):
     b, est = plan.auto_batch(free_gb * 1e9, seq)
     assert b == expect

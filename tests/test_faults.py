@@ -74,7 +74,9 @@ def test_every_nvml_call_failing_still_gives_a_report(tmp_path, monkeypatch, h20
 
 
 def test_nvml_worker_hang_is_a_timeout(tmp_path, monkeypatch):
-    (tmp_path / "pynvml.py").write_text("import time\ndef nvmlInit():\n    time.sleep(60)\nclass NVMLError(Exception): pass\n")
+    (tmp_path / "pynvml.py").write_text(
+        "import time\ndef nvmlInit():\n    time.sleep(60)\nclass NVMLError(Exception): pass\n"
+    )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     from gpudoctor.probes.runner import ProbeFailed
 

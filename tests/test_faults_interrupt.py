@@ -107,7 +107,9 @@ def test_sigint_while_smoke_is_probing_is_exit_130(tmp_path):
     """NVML init hangs (a fake pynvml first on PYTHONPATH); Ctrl-C then: exit 130, no internal error, no worker left."""
     fake = tmp_path / "fakenvml"
     fake.mkdir()
-    (fake / "pynvml.py").write_text("import time\ndef nvmlInit():\n    time.sleep(120)\nclass NVMLError(Exception): pass\n")
+    (fake / "pynvml.py").write_text(
+        "import time\ndef nvmlInit():\n    time.sleep(120)\nclass NVMLError(Exception): pass\n"
+    )
     save = tmp_path / "partial.json"
     p = start(["smoke", "--cpu", "--nproc", "2", "--save", str(save)], {"PYTHONPATH": f"{ROOT}{os.pathsep}{fake}"},
               tmp_path)

@@ -74,8 +74,10 @@ def test_scrub_text_keeps_ordinary_text(text):
 def test_environment_secret_values_are_removed_anywhere():
     env = dict(SECRETS, PATH="/usr/bin", NCCL_DEBUG="INFO", SHORT_TOKEN="1")
     values = secret_values(env)
-    assert set(values) == set(SECRETS.values()) - set()          # short values are not hunted through text
-    assert scrub_text("rank1: tok-PLANTED-1 rejected; PLANTED-KEY-2", values) == "rank1: <redacted> rejected; <redacted>"
+    assert set(values) == set(SECRETS.values()) - set()  # short values are not hunted through text
+    assert (
+        scrub_text("rank1: tok-PLANTED-1 rejected; PLANTED-KEY-2", values) == "rank1: <redacted> rejected; <redacted>"
+    )
 
 
 def test_report_from_a_rank_log_that_printed_a_token(tmp_path, monkeypatch):

@@ -57,11 +57,14 @@ def fake_tool(bindir: Path, name: str, mode: str) -> None:
     body = {
         # a grandchild too: the whole process group must go at the timeout
         "hang": "import subprocess, sys, time\n"
-                f"subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(120)', {str(bindir)!r}])\n"
-                "time.sleep(120)\n",
+        f"subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(120)', {str(bindir)!r}])\n"
+        "time.sleep(120)\n",
         "nonzero": f"import sys\nsys.{stream}.write({message!r} + '\\n')\nsys.exit({code})\n",
         "crash": "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
-        "garbage": "import os, sys\nsys.stdout.buffer.write(bytes(range(256)) * 4 + b'\\xff\\xfe GPU0 \\x1b[31m ???\\n')\n",
+        "garbage": (
+            "import os, sys\n"
+            "sys.stdout.buffer.write(bytes(range(256)) * 4 + b'\\xff\\xfe GPU0 \\x1b[31m ???\\n')\n"
+        ),
         # cut in the middle of a row (a tool killed while printing, a full pipe)
         "truncated": f"import sys\nsys.stdout.write({text[: len(text) // 3]!r})\n",
     }[mode]
@@ -140,7 +143,9 @@ def test_nvidia_smi_topo_faults(tmp_path, bindir, mode):
     else:  # truncated: the rows before the cut are kept and the cut is said, never a row invented
         assert t.matrix is not None and t.matrix_error is None
         assert t.matrix.truncated and t.matrix.missing_rows and any("cut off" in w for w in t.matrix.warnings)
-        captured = [d for d, row in zip(t.matrix.devices, t.matrix.matrix, strict=False) if any(c is not None for c in row)]
+        captured = [
+            d for d, row in zip(t.matrix.devices, t.matrix.matrix, strict=False) if any(c is not None for c in row)
+        ]
         assert captured == ["GPU0", "GPU1"]                       # the rows printed in full before the cut
     assert took < 6 and leftovers(str(bindir)) == []
     # the rest of the probe went on: NVML pairs and sysfs paths are there
@@ -263,7 +268,9 @@ def test_unreadable_sys_and_proc_for_the_topology_probe(tmp_path):
     build_tree(tmp_path, acs_readable=True, iommu_type="DMA-FQ")
     roots = P.Roots(str(tmp_path / "sys"), str(tmp_path / "proc"))
     with denied(roots.sys, roots.proc):
-        t = P.probe_topology(None, roots=roots, run=fake_runner(), which=lambda n: None if n == "lspci" else which_all(n))
+        t = P.probe_topology(
+            None, roots=roots, run=fake_runner(), which=lambda n: None if n == "lspci" else which_all(n)
+        )
     # unknown is said as unknown: never "no IOMMU", "no InfiniBand" or "no PCIe devices"
     assert t.iommu.enabled is None and t.iommu.mode == "unknown"
     assert t.ib_present is None and t.ib_ports == [] and t.net_ifaces == [] and t.paths == []

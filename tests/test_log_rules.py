@@ -80,11 +80,21 @@ def test_peer_access(fix, tmp_path):
 
 def test_ncl007_fires_only_with_active_nvlinks(fix, tmp_path):
     env = (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/env.txt").read_text()
-    rep, _ = _run(tmp_path, {"env.txt": env,
-                             "nvl.txt": "GPU 0: A (UUID: GPU-1)\n\t Link 0: <inactive>\nGPU 1: A (UUID: GPU-2)\n\t Link 0: <inactive>\n"})
+    rep, _ = _run(
+        tmp_path,
+        {
+            "env.txt": env,
+            "nvl.txt": "GPU 0: A (UUID: GPU-1)\n\t Link 0: <inactive>\nGPU 1: A (UUID: GPU-2)\n\t Link 0: <inactive>\n",
+        },
+    )
     assert "NCL007" not in {f.rule_id for f in rep.findings}
     rep, _ = _run(tmp_path, {"env.txt": env})
     assert _status(rep, "NCL007") == "not_assessed"
-    rep, _ = _run(tmp_path, {"env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\n",
-                             "nvl.txt": (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt").read_text()})
+    rep, _ = _run(
+        tmp_path,
+        {
+            "env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\n",
+            "nvl.txt": (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt").read_text(),
+        },
+    )
     assert _status(rep, "NCL007") == "pass"

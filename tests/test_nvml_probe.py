@@ -38,7 +38,7 @@ def test_assemble_real_busy_stream_has_sw_power_cap():
 
 def test_truncated_stream_keeps_partial_facts_and_names_last_call():
     ls = lines("nvml-worker-idle.jsonl")
-    cut = next(i for i, l in enumerate(ls) if "RemappedRows" in l)
+    cut = next(i for i, line in enumerate(ls) if "RemappedRows" in line)
     facts, last, done = assemble(ls[: cut + 1] + ["garbage {", ""])
     assert not done and last.endswith("nvmlDeviceGetRemappedRows")
     assert facts.gpus[0].temperature_c is not None and facts.gpus[0].remapped_rows_pending is None

@@ -22,7 +22,9 @@ def test_collect_env_2019(fix):
 
 
 def test_collect_env_cudnn_candidates_not_a_version(fix):
-    ce = collect_env.parse_collect_env(read(fix, f"{RAW}/collect_env/003-torch1.13-cu117-t4-cudnn-multi-candidates.txt"))
+    ce = collect_env.parse_collect_env(
+        read(fix, f"{RAW}/collect_env/003-torch1.13-cu117-t4-cudnn-multi-candidates.txt")
+    )
     assert ce.torch.version == "1.13.0+cu117" and ce.torch.cuda == "11.7" and ce.torch.cudnn_version is None
     assert "nvcc_version" not in ce.torch.model_fields_set  # 'Could not collect'
     assert ce.nvml.driver_version == "520.61.05" and [g.name for g in ce.nvml.gpus] == ["Tesla T4"]
@@ -105,7 +107,9 @@ def test_smi_list_and_nvlink(fix):
 
 
 def test_xml_entities_refused():
-    bomb = '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><nvidia_smi_log>&b;</nvidia_smi_log>'
+    bomb = (
+        '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><nvidia_smi_log>&b;</nvidia_smi_log>'
+    )
     with pytest.raises(ParseError):
         nvidia_smi.parse_xml(bomb)
     with pytest.raises(ParseError):
@@ -180,7 +184,12 @@ def test_smi_query_csv_h200(fix):
     assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max) == (5, 5, 16, 16)
     assert (g.temperature_c, g.power_draw_w, g.power_limit_w) == (38, 128.34, 700.0)
     assert g.clock_event_reasons == ["GpuIdle"] and g.clock_event_reasons_mask == 1
-    assert (g.ecc_uncorrected_volatile, g.persistence_mode, g.compute_mode, g.mig_mode_current) == (0, True, "Default", False)
+    assert (g.ecc_uncorrected_volatile, g.persistence_mode, g.compute_mode, g.mig_mode_current) == (
+        0,
+        True,
+        "Default",
+        False,
+    )
     assert "memory_total_bytes" not in g.model_fields_set  # not queried: unknown, not zero
 
 
@@ -268,7 +277,9 @@ def test_compute_apps_csv_attached_to_the_gpu_and_gpu008_fires(fix, tmp_path):
 
     ((uuid, bus, proc),) = nvidia_smi.parse_compute_apps_csv(read(fix, "h200-text/compute-apps-busy.txt"))
     assert (uuid, bus, proc.pid, proc.name, proc.used_memory_bytes) == (None, None, 883, "python3", 1002 * 2**20)
-    snap, errors = build_snapshot([str(fix / "h200-text/compute-apps-busy.txt"), str(fix / "h200-text/nvidia-smi-csv.txt")])
+    snap, errors = build_snapshot(
+        [str(fix / "h200-text/compute-apps-busy.txt"), str(fix / "h200-text/nvidia-smi-csv.txt")]
+    )
     f = [x for x in evaluate(snap).findings if x.rule_id == "GPU008"]
     assert errors == [] and len(f) == 1 and "pid 883 (python3)" in f[0].evidence[0]
     two = tmp_path / "L.txt"

@@ -142,22 +142,35 @@ from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
 from gpudoctor.parsers import _text, topo, topology_text, torch_messages  # noqa: E402
 from gpudoctor.probes import nvml as nvml_probe  # noqa: E402
-from gpudoctor.probes import topology as topology_probe
-from gpudoctor.probes import torch_probe
+from gpudoctor.probes import topology as topology_probe  # noqa: E402
+from gpudoctor.probes import torch_probe  # noqa: E402
 
 MORE = {  # name -> (function of one text, REAL capture it is mutated from, the clear error it may raise)
     "topo": (topo.parse_topo_matrix, "topology/topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt", ParseError),
     "topo_h200_ansi": (topo.parse_topo_matrix, "topology/h200-topo-m.txt", ParseError),
     "topology_text": (topology_text.topology_from_text, "topology/h200-topo-m.txt", ParseError),
     "torch_messages": (torch_messages.parse_messages, "corpus/020-torch-arch-list-missing-sm61/error.txt", ()),
-    "torch_facts_from_texts": (lambda t: torch_messages.facts_from_texts([t]),
-                               "corpus/008-torch21-cu121-on-driver-470/collect_env.txt", ()),
-    "env_lines": (env_dump.parse_env_lines, "corpus/raw/collect_env/005-vllm-sectioned-torch2.8-cu128-4xa30-full.txt", ()),
+    "torch_facts_from_texts": (
+        lambda t: torch_messages.facts_from_texts([t]),
+        "corpus/008-torch21-cu121-on-driver-470/collect_env.txt",
+        (),
+    ),
+    "env_lines": (
+        env_dump.parse_env_lines,
+        "corpus/raw/collect_env/005-vllm-sectioned-torch2.8-cu128-4xa30-full.txt",
+        (),
+    ),
     "torch_probe_output": (torch_probe.parse_output, "h200/torch-probe.txt", ()),
-    "nvml_worker_stream": (lambda t: nvml_probe.assemble(t.splitlines())[0].model_dump_json(),
-                           "h200/nvml-worker-busy.jsonl", ()),
-    "topology_worker_stream": (lambda t: topology_probe.assemble_topology(t.splitlines()),
-                               "h200/nvml-worker-busy.jsonl", ()),
+    "nvml_worker_stream": (
+        lambda t: nvml_probe.assemble(t.splitlines())[0].model_dump_json(),
+        "h200/nvml-worker-busy.jsonl",
+        (),
+    ),
+    "topology_worker_stream": (
+        lambda t: topology_probe.assemble_topology(t.splitlines()),
+        "h200/nvml-worker-busy.jsonl",
+        (),
+    ),
     "report_document": (parse_document, "h200/scan.json", InputError),
     "torch_pin": (lambda t: parse_pin(t[:200]), "h200/torch-probe.txt", PinError),
 }
@@ -235,6 +248,6 @@ def test_every_parser_module_is_fuzzed():
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _ in HELPERS.values()}
     fuzzed |= {"detect", "signatures"}  # test_detect_and_signatures_never_raise
     fuzzed |= {"offline", "offline_merge"}  # build_snapshot (and its merging): test_pipeline_never_raises
-    fuzzed |= {"smi_common"}            # constants and one-value helpers of the nvidia-smi parsers (fuzzed through them)
+    fuzzed |= {"smi_common"}  # constants and one-value helpers of the nvidia-smi parsers (fuzzed through them)
     fuzzed |= {"torch_messages"}        # lambdas above (facts_from_texts) are defined in this module
     assert modules - fuzzed == set(), f"parser modules without a fuzz test: {sorted(modules - fuzzed)}"

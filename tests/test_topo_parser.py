@@ -130,16 +130,26 @@ def test_helpers():
 BASE = read(FIX / "topo" / "011-4xa30-nv4-pairs-1nic-intel.txt")
 
 
-@pytest.mark.parametrize("mutate,msg", [
-    (lambda t: t.replace("GPU1    NV4      X      SYS", "GPU1    NV4      X      PIX"), "not symmetric"),
-    (lambda t: t.replace("GPU2    SYS     SYS      X", "GPU2    SYS     SYS     NV4"), "diagonal"),
-    (lambda t: t.replace("GPU3    SYS     SYS     NV4      X", "GPU3    SYS     SYS     FOO      X"), "not a topology relation"),
-    (lambda t: t.replace("GPU2    SYS     SYS      X      NV4     PXB     24-47,72-95",
-                         "GPU2    SYS     SYS      X      NV4"), "cells"),
-    (lambda t: t.replace("GPU1    NV4", "GPU9    NV4"), "not a device|row"),
-    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("GPU1")), "row"),
-    (lambda t: t.replace("0-23,48-71      0", "0-23,48-71      zero", 1), "CPU/NUMA"),
-])
+@pytest.mark.parametrize(
+    "mutate,msg",
+    [
+        (lambda t: t.replace("GPU1    NV4      X      SYS", "GPU1    NV4      X      PIX"), "not symmetric"),
+        (lambda t: t.replace("GPU2    SYS     SYS      X", "GPU2    SYS     SYS     NV4"), "diagonal"),
+        (
+            lambda t: t.replace("GPU3    SYS     SYS     NV4      X", "GPU3    SYS     SYS     FOO      X"),
+            "not a topology relation",
+        ),
+        (
+            lambda t: t.replace(
+                "GPU2    SYS     SYS      X      NV4     PXB     24-47,72-95", "GPU2    SYS     SYS      X      NV4"
+            ),
+            "cells",
+        ),
+        (lambda t: t.replace("GPU1    NV4", "GPU9    NV4"), "not a device|row"),
+        (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("GPU1")), "row"),
+        (lambda t: t.replace("0-23,48-71      0", "0-23,48-71      zero", 1), "CPU/NUMA"),
+    ],
+)
 def test_broken_matrices_raise_clear_errors(mutate, msg):
     broken = mutate(BASE)
     assert broken != BASE

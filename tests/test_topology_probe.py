@@ -135,7 +135,10 @@ def test_assemble_topology_and_fabric_streams():
         {"t": "fabric", "i": 1, "k": "state", "v": 3}, {"t": "fabric", "i": 1, "k": "status", "v": 999},
         {"t": "fabric", "i": 1, "k": "status_name", "v": "Unknown Error"},
         {"t": "err", "i": 2, "k": "fabric", "v": "NVMLError_Unknown"}).splitlines())
-    assert [(f.gpu, f.state, f.status) for f in fab] == [(0, "in_progress", "Success"), (1, "completed", "Unknown Error")]
+    assert [(f.gpu, f.state, f.status) for f in fab] == [
+        (0, "in_progress", "Success"),
+        (1, "completed", "Unknown Error"),
+    ]
     assert errs == {2: "NVMLError_Unknown"}
 
 

@@ -233,7 +233,9 @@ def test_top006_pcie_gpus_without_nvlink_not_applicable():
 
 def _fab(*states, status="Success"):
     topo = topology_from_text(text("topo/005-8xa100-nv12-10nic-amd-nps4-mangled.txt"))
-    topo.fabric = [FabricInfo(gpu=i, state=s, status=status if s == "completed" else None) for i, s in enumerate(states)]
+    topo.fabric = [
+        FabricInfo(gpu=i, state=s, status=status if s == "completed" else None) for i, s in enumerate(states)
+    ]
     return bare(topo, a100s())
 
 

@@ -29,7 +29,10 @@ def test_parse_real_h200_output():
 def test_interpreter_without_torch(tmp_path):
     # -S: no site-packages, so torch cannot be imported
     py = tmp_path / "nosite"
-    py.write_text(f"#!{sys.executable} -S\nimport runpy, sys\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n")
+    py.write_text(
+        f"#!{sys.executable} -S\nimport runpy, sys\nsys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
     py.chmod(0o755)
     t = probe_torch(ProbeOptions(python=str(py), torch_timeout_s=30))
     assert t.installed is False and t.version is None

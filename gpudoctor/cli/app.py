@@ -135,22 +135,37 @@ def _confirm_report(cpu: bool, python: str | None, nproc: int | None, timeout: f
 def smoke(
     cpu: bool = typer.Option(False, "--cpu", help="Run on CPU with gloo and a tiny BERT (no GPU needed)."),
     nproc: int | None = typer.Option(None, "--nproc", help="Processes (ranks): default one per GPU, 2 with --cpu."),
-    model: Model | None = typer.Option(None, "--model", help="builtin = BERT-base built with torch alone (GPU "
-                                          "default); hf = transformers BertForMaskedLM(BertConfig()); tiny (CPU default)."),
-    batch: int | None = typer.Option(None, "--batch", min=1, help="Per-GPU batch (weak scaling) or global batch "
-                                        "(strong). Default on GPU: the largest of 128/64/32/16/8 whose estimated peak "
-                                        "memory fits 40% of the free memory of every GPU; tiny: 4."),
+    model: Model | None = typer.Option(
+        None,
+        "--model",
+        help="builtin = BERT-base built with torch alone (GPU "
+        "default); hf = transformers BertForMaskedLM(BertConfig()); tiny (CPU default).",
+    ),
+    batch: int | None = typer.Option(
+        None,
+        "--batch",
+        min=1,
+        help="Per-GPU batch (weak scaling) or global batch "
+        "(strong). Default on GPU: the largest of 128/64/32/16/8 whose estimated peak "
+        "memory fits 40% of the free memory of every GPU; tiny: 4.",
+    ),
     seq: int | None = typer.Option(None, "--seq", min=8, max=512, help="Sequence length (default 128; tiny 32)."),
     steps: int | None = typer.Option(None, "--steps", min=1, help="Timed steps (default 20; CPU 6)."),
     warmup: int | None = typer.Option(None, "--warmup", min=0, help="Warm-up steps (default 5; CPU 2)."),
-    scaling: Scaling = typer.Option(Scaling.weak, "--scaling",
-                                    help="weak: per-GPU batch fixed; strong: global batch fixed."),
-    no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."),
-    timeout: float = typer.Option(D.RUN_TIMEOUT_S, "--timeout", min=5, max=MAX_TIMEOUT_S,
-                                  help="Hard limit in seconds; a hung rank is killed."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
-                                         "whose torch runs the step "
-                                         "(default: as for the torch probe)."),
+    scaling: Scaling = typer.Option(
+        Scaling.weak, "--scaling", help="weak: per-GPU batch fixed; strong: global batch fixed."
+    ),
+    no_baseline: bool = typer.Option(
+        False, "--no-baseline", help="Skip the single-device run (no scaling efficiency)."
+    ),
+    timeout: float = typer.Option(
+        D.RUN_TIMEOUT_S, "--timeout", min=5, max=MAX_TIMEOUT_S, help="Hard limit in seconds; a hung rank is killed."
+    ),
+    python: str | None = typer.Option(
+        None,
+        "--python",
+        help="Interpreter (or its environment folder) whose torch runs the step (default: as for the torch probe).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
     save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
     fmt: Format | None = format_option(),
@@ -386,9 +401,10 @@ def main() -> None:
     run_app(app)
 
 
-from gpudoctor.cli import (
-    compat_cmd,  # noqa: E402,F401  (registers cuda-version-check on app)
-    lint_cmd,  # noqa: E402  (registers `gpudoctor lint`; gpudoctor/lint/)
+# Imported last, deliberately: each module registers its command on `app` defined above.
+from gpudoctor.cli import (  # noqa: E402  (must run after `app` exists)
+    compat_cmd,  # noqa: F401  (registers cuda-version-check on app)
+    lint_cmd,  # registers `gpudoctor lint`; gpudoctor/lint/
 )
 from gpudoctor.cli import perf as _perf  # noqa: E402  (selftest, burn, baseline: issue 16)
 

@@ -21,21 +21,37 @@ class CheckFormat(str, enum.Enum):
 
 @app.command("cuda-version-check")
 def cuda_version_check(
-    torch: list[str] = typer.Option([], "--torch", help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
-                                    "PyPI wheel, with that release's default CUDA). Repeatable."),
-    requirements: str | None = typer.Option(None, "--requirements", "-r", help="Read the torch pin from a "
-                                               "requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock."),
+    torch: list[str] = typer.Option(
+        [],
+        "--torch",
+        help="A torch pin to check, e.g. 2.5.1+cu124 (no suffix = the "
+        "PyPI wheel, with that release's default CUDA). Repeatable.",
+    ),
+    requirements: str | None = typer.Option(
+        None,
+        "--requirements",
+        "-r",
+        help="Read the torch pin from a requirements*.txt, pyproject.toml, uv.lock, poetry.lock or pdm.lock.",
+    ),
     driver: str | None = typer.Option(None, "--driver", help="Target NVIDIA driver version, e.g. 535.104.05 or R535."),
-    gpu: list[str] = typer.Option([], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'),
+    gpu: list[str] = typer.Option(
+        [], "--gpu", help='Target GPU model, e.g. "H100 SXM", "RTX 4090", "A10". Repeatable.'
+    ),
     cc: list[str] = typer.Option([], "--cc", help="Target compute capability, e.g. 9.0. Repeatable."),
-    fleet: str | None = typer.Option(None, "--fleet",
-                                        help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."),
+    fleet: str | None = typer.Option(
+        None, "--fleet", help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."
+    ),
     fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) whose installed torch to check "
-                                         "(default: this one if it has torch, else python3 on PATH)."),
+    python: str | None = typer.Option(
+        None,
+        "--python",
+        help="Interpreter (or its environment folder) whose installed torch to check "
+        "(default: this one if it has torch, else python3 on PATH).",
+    ),
     strict: bool = typer.Option(False, "--strict", help="Count checks the tables cannot decide as failures."),
-    torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
-                                        help="Seconds allowed for the torch probe."),
+    torch_timeout: float = typer.Option(
+        D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S, help="Seconds allowed for the torch probe."
+    ),
 ):
     """Check a torch build against the drivers / GPUs it will run on (no GPU needed; for CI).
 

@@ -67,8 +67,10 @@ def connect(dist, launch: LaunchInfo, timeout_s: float, op_timeout_s: float):
         base.set_timeout(_dt.timedelta(seconds=op_timeout_s))
     except Exception as exc:  # RuntimeError / DistStoreError / TimeoutError
         what = "serve" if launch.host_store else "reach"
-        raise AgentError(f"cannot {what} the c10d store at {launch.master_addr}:{launch.master_port} "
-                         f"within {timeout_s:g} s: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        raise AgentError(
+            f"cannot {what} the c10d store at {launch.master_addr}:{launch.master_port} "
+            f"within {timeout_s:g} s: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from exc
     return dist.PrefixStore(f"gpudoctor/{launch.run_id}/{launch.restart_count}/", base)
 
 

@@ -177,8 +177,9 @@ def pairwise_result(plan: dict, results: dict[int, dict], labels: dict[int, str]
             sides = []
             errors = []
             for me, peer in ((a, b), (b, a)):
-                got = next((p for p in (results.get(me) or {}).get("pairs", []) if p["round"] == i and p["peer"] == peer),
-                           None)
+                got = next(
+                    (p for p in (results.get(me) or {}).get("pairs", []) if p["round"] == i and p["peer"] == peer), None
+                )
                 if got is None:
                     errors.append(f"no result from rank {me}")
                 elif got.get("error"):

@@ -98,7 +98,8 @@ def _expand_range(body: str) -> list[str]:
 
 
 def expand_hostlist(text: str) -> list[str]:
-    """Expand a Slurm hostlist expression: ``gpu[01-03,07],login-[1-2]x`` -> gpu01, gpu02, gpu03, gpu07, login-1x, login-2x.
+    """Expand a Slurm hostlist expression: ``gpu[01-03,07],login-[1-2]x`` -> gpu01, gpu02, gpu03, gpu07, login-1x,
+    login-2x.
 
     Zero padding of the lower bound is kept (``[08-10]`` -> 08, 09, 10); several bracket groups in one
     name expand as a product. Raises LaunchError on a malformed expression.

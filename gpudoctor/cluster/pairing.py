@@ -64,8 +64,8 @@ def attribute(pairs: Sequence[tuple[str, str, float | None]], slow_fraction: flo
     the median over nodes of each node's best pair busbw (not the median of all pairs: in
     a small cluster one slow node is in most pairs and would drag that median down to its
     own speed). A pair is slow when it failed or its busbw is below ``slow_fraction`` x the
-    reference, or below ``min_busbw`` (GB/s) when that is given. A node is slow when it was in at least two pairs and all of them were
-    slow. A slow pair with no slow node at either end is a slow link when both ends have
+    reference, or below ``min_busbw`` (GB/s) when that is given. A node is slow when it was in at least two pairs and
+    all of them were slow. A slow pair with no slow node at either end is a slow link when both ends have
     at least one pair that was not slow; otherwise it is unattributed (too few pairs to
     tell which end is at fault: e.g. N = 2).
 

@@ -77,8 +77,14 @@ def runtime_vs_driver(cuda: str | None, driver: str | None = None,
     m = T.mvc(rt[0])
     unverified = _note(tk.status, f"CUDA {rts} driver row") if tk else []
     if d is not None and tk is not None and d >= vtuple(tk.min_driver):
-        return Verdict(check, PASS, f"CUDA {rts} runtime: driver {driver} >= {tk.min_driver} (CUDA {rts} {tk.update} toolkit driver)",
-                       sources=list(tk.sources), unverified=unverified, data={**data, "needs": tk.min_driver})
+        return Verdict(
+            check,
+            PASS,
+            f"CUDA {rts} runtime: driver {driver} >= {tk.min_driver} (CUDA {rts} {tk.update} toolkit driver)",
+            sources=list(tk.sources),
+            unverified=unverified,
+            data={**data, "needs": tk.min_driver},
+        )
     # minor-version compatibility
     mvc_ok = None
     if m is not None:
@@ -91,11 +97,15 @@ def runtime_vs_driver(cuda: str | None, driver: str | None = None,
             mvc_ok = True if dtk and vtuple(dtk.min_driver) >= vtuple(m.min_driver) else None
     if mvc_ok:
         native = f" (natively it needs >= {tk.min_driver})" if tk else f" (CUDA {rts} has no driver row in the tables)"
-        return Verdict(check, CAVEAT,
-                       f"CUDA {rts} runtime runs on {dtext} under minor-version compatibility: CUDA {rt[0]}.x needs "
-                       f">= {m.min_driver}{native}; limits: {mvc_caveat_text()}",
-                       sources=[mvc_url] + list(m.sources), unverified=unverified + ([] if tk else [f"CUDA {rts} is not in the toolkit table"]),
-                       data={**data, "mvc_floor": m.min_driver, "needs": tk.min_driver if tk else None})
+        return Verdict(
+            check,
+            CAVEAT,
+            f"CUDA {rts} runtime runs on {dtext} under minor-version compatibility: CUDA {rt[0]}.x needs "
+            f">= {m.min_driver}{native}; limits: {mvc_caveat_text()}",
+            sources=[mvc_url] + list(m.sources),
+            unverified=unverified + ([] if tk else [f"CUDA {rts} is not in the toolkit table"]),
+            data={**data, "mvc_floor": m.min_driver, "needs": tk.min_driver if tk else None},
+        )
     if mvc_ok is None and m is not None and d is None:
         return Verdict(check, UNKNOWN, f"CUDA {rts} runtime on {dtext}: the driver version is needed to decide "
                                        f"minor-version compatibility (>= {m.min_driver})", sources=[mvc_url], data=data)
@@ -108,9 +118,14 @@ def runtime_vs_driver(cuda: str | None, driver: str | None = None,
         need.append(f">= {m.min_driver} for CUDA {rt[0]}.x minor-version compatibility")
     has = T.minor_of(T.driver_max_cuda(driver)) if driver and dc is None else dc if driver else None
     has_text = f"; it supports CUDA up to {has[0]}.{has[1]}" if has else ""
-    return Verdict(check, FAIL, f"CUDA {rts} runtime needs a newer driver: {dtext}{has_text}; needs " + " or ".join(need),
-                   sources=[mvc_url, notes_url], unverified=unverified,
-                   data={**data, "needs": tk.min_driver if tk else None, "mvc_floor": m.min_driver if m else None})
+    return Verdict(
+        check,
+        FAIL,
+        f"CUDA {rts} runtime needs a newer driver: {dtext}{has_text}; needs " + " or ".join(need),
+        sources=[mvc_url, notes_url],
+        unverified=unverified,
+        data={**data, "needs": tk.min_driver if tk else None, "mvc_floor": m.min_driver if m else None},
+    )
 
 
 def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
@@ -132,12 +147,27 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
         rt = T.minor_of(torch_cuda)
         if row and rt:
             if row.first and rt < T.minor_of(row.first):
-                return Verdict(check, FAIL, f"CUDA {torch_cuda} predates {sm}: the first toolkit for compute capability {cc} is CUDA {row.first}",
-                               sources=list(row.sources), unverified=_note(row.status, f"cc {cc} row"), data={"cc": cc})
+                return Verdict(
+                    check,
+                    FAIL,
+                    f"CUDA {torch_cuda} predates {sm}: the first toolkit for compute capability {cc} "
+                    f"is CUDA {row.first}",
+                    sources=list(row.sources),
+                    unverified=_note(row.status, f"cc {cc} row"),
+                    data={"cc": cc},
+                )
             if row.last and rt > T.minor_of(row.last):
-                return Verdict(check, FAIL, f"CUDA {torch_cuda} no longer supports {sm} (last toolkit: CUDA {row.last})",
-                               sources=list(row.sources), unverified=_note(row.status, f"cc {cc} row"), data={"cc": cc})
-        return Verdict(check, UNKNOWN, f"arch list unknown ({arch_source}); cannot tell whether {sm} is covered", data={"cc": cc})
+                return Verdict(
+                    check,
+                    FAIL,
+                    f"CUDA {torch_cuda} no longer supports {sm} (last toolkit: CUDA {row.last})",
+                    sources=list(row.sources),
+                    unverified=_note(row.status, f"cc {cc} row"),
+                    data={"cc": cc},
+                )
+        return Verdict(
+            check, UNKNOWN, f"arch list unknown ({arch_source}); cannot tell whether {sm} is covered", data={"cc": cc}
+        )
     verdict, entry = arch_covers(list(arch_list), t)
     listed = " ".join(arch_list)
     data = {"cc": cc, "arch_list": list(arch_list), "entry": entry, "coverage": verdict}
@@ -146,11 +176,26 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
         return Verdict(check, PASS, f"{sm} {how} in the arch list", evidence=[f"arch list ({arch_source}): {listed}"],
                        sources=[guide], unverified=unverified, data=data)
     if verdict == "ptx":
-        return Verdict(check, CAVEAT, f"{sm} is covered only by PTX {entry}: kernels are JIT-compiled at first use "
-                                      f"(slow first start; fails if the driver is older than torch's CUDA)",
-                       evidence=[f"arch list ({arch_source}): {listed}"], sources=[guide], unverified=unverified, data=data)
-    return Verdict(check, FAIL, f"no cubin or PTX for {sm} in the arch list ({listed}): 'no kernel image is available for execution on the device'",
-                   evidence=[f"arch list ({arch_source}): {listed}"], sources=[guide], unverified=unverified, data=data)
+        return Verdict(
+            check,
+            CAVEAT,
+            f"{sm} is covered only by PTX {entry}: kernels are JIT-compiled at first use "
+            f"(slow first start; fails if the driver is older than torch's CUDA)",
+            evidence=[f"arch list ({arch_source}): {listed}"],
+            sources=[guide],
+            unverified=unverified,
+            data=data,
+        )
+    return Verdict(
+        check,
+        FAIL,
+        f"no cubin or PTX for {sm} in the arch list ({listed}): "
+        "'no kernel image is available for execution on the device'",
+        evidence=[f"arch list ({arch_source}): {listed}"],
+        sources=[guide],
+        unverified=unverified,
+        data=data,
+    )
 
 
 def driver_vs_gpu(driver: str | None, cc: str | None, gpu_name: str | None = None) -> Verdict:
@@ -196,9 +241,16 @@ def companions(torch_version: str | None, torchvision: str | None = None,
         ccu = T.variant_cuda(_local(ver))
         data = {"torch": torch_version, name: ver}
         if tcu and ccu and T.minor_of(tcu)[0] != T.minor_of(ccu)[0]:
-            out.append(Verdict(check, FAIL, f"{name} {ver} was built for CUDA {ccu}, torch {torch_version} for CUDA {tcu} "
-                                            f"(different CUDA major: its C++ ops fail to load)",
-                               sources=[vision_url], data=data))
+            out.append(
+                Verdict(
+                    check,
+                    FAIL,
+                    f"{name} {ver} was built for CUDA {ccu}, torch {torch_version} for CUDA {tcu} "
+                    f"(different CUDA major: its C++ ops fail to load)",
+                    sources=[vision_url],
+                    data=data,
+                )
+            )
             continue
         if rel is None:
             out.append(Verdict(check, UNKNOWN, f"torch {torch_version} is not in gpudoctor's release table", data=data))
@@ -220,7 +272,14 @@ def companions(torch_version: str | None, torchvision: str | None = None,
             out.append(Verdict(check, PASS, f"{name} {ver} belongs with torch {torch_version}", sources=srcs, data=data,
                                unverified=_note(rel.status, f"torch {rel.release} row")))
         else:
-            out.append(Verdict(check, FAIL, f"{name} {ver} does not belong with torch {torch_version} (expects {expect}): "
-                                            f"its C++ ops fail to load ('operator {name}::... does not exist')",
-                               sources=srcs, data={**data, "expected": expect}))
+            out.append(
+                Verdict(
+                    check,
+                    FAIL,
+                    f"{name} {ver} does not belong with torch {torch_version} (expects {expect}): "
+                    f"its C++ ops fail to load ('operator {name}::... does not exist')",
+                    sources=srcs,
+                    data={**data, "expected": expect},
+                )
+            )
     return out

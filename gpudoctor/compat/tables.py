@@ -124,9 +124,15 @@ def branch_floor(branch: str) -> str | None:
 
 @functools.cache
 def _mvc() -> dict[int, MvcRow]:
-    return {int(r["major"]): MvcRow(major=int(r["major"]), min_driver=r["min_driver"], status=r.get("status", "unverified"),
-                                    sources=tuple(sources("compat_cuda", r.get("source", []))))
-            for r in data.load("compat_cuda").get("mvc", [])}
+    return {
+        int(r["major"]): MvcRow(
+            major=int(r["major"]),
+            min_driver=r["min_driver"],
+            status=r.get("status", "unverified"),
+            sources=tuple(sources("compat_cuda", r.get("source", []))),
+        )
+        for r in data.load("compat_cuda").get("mvc", [])
+    }
 
 
 def mvc(major: int) -> MvcRow | None:
@@ -206,8 +212,15 @@ def find_gpu(name: str) -> GpuModel | None:
     if best is None:
         return None
     _, alias, r = best
-    return GpuModel(name=r["name"], cc=r["cc"], segment=r.get("segment", "unknown"), status=r.get("status", "unverified"),
-                    sources=tuple(sources("compat_gpus", r.get("source", []))), alias=alias, note=r.get("note", ""))
+    return GpuModel(
+        name=r["name"],
+        cc=r["cc"],
+        segment=r.get("segment", "unknown"),
+        status=r.get("status", "unverified"),
+        sources=tuple(sources("compat_gpus", r.get("source", []))),
+        alias=alias,
+        note=r.get("note", ""),
+    )
 
 
 def gpu_models() -> list[dict]:
@@ -218,9 +231,15 @@ def gpu_models() -> list[dict]:
 def _cc_rows() -> dict[tuple[int, int], CcRow]:
     out = {}
     for r in data.load("compat_gpus").get("cc", []):
-        out[cc_tuple(r["cc"])] = CcRow(cc=r["cc"], arch=r.get("arch", ""), first=r.get("first"), last=r.get("last"),
-                                       status=r.get("status", "unverified"),
-                                       sources=tuple(sources("compat_gpus", r.get("source", []))), note=r.get("note", ""))
+        out[cc_tuple(r["cc"])] = CcRow(
+            cc=r["cc"],
+            arch=r.get("arch", ""),
+            first=r.get("first"),
+            last=r.get("last"),
+            status=r.get("status", "unverified"),
+            sources=tuple(sources("compat_gpus", r.get("source", []))),
+            note=r.get("note", ""),
+        )
     return out
 
 

@@ -109,7 +109,9 @@ def target_from(name: str, driver: str | None = None, gpu: str | None = None, cc
     if gpu is not None:
         m = T.find_gpu(str(gpu))
         if m is None:
-            raise InputError(f"{where}gpu: unknown GPU model {gpu!r} (give --cc X.Y instead, or add it to rules/compat_gpus.toml)")
+            raise InputError(
+                f"{where}gpu: unknown GPU model {gpu!r} (give --cc X.Y instead, or add it to rules/compat_gpus.toml)"
+            )
         t.gpu, t.segment = str(gpu), m.segment
         if t.cc and cc_tuple(t.cc) != cc_tuple(m.cc):
             raise InputError(f"{where}gpu {gpu!r} has compute capability {m.cc}, not {t.cc}")
@@ -195,12 +197,16 @@ def subject_from_pin(pin: TorchPin) -> Subject:
     variant = pin.variant
     if variant is None:
         if rel is None or not rel.pypi_default:
-            raise InputError(f"{pin.origin}: torch {pin.version} is not in gpudoctor's release table, so its PyPI default "
-                             f"CUDA is unknown; give the variant, e.g. --torch {pin.public}+cu130")
+            raise InputError(
+                f"{pin.origin}: torch {pin.version} is not in gpudoctor's release table, so its PyPI default "
+                f"CUDA is unknown; give the variant, e.g. --torch {pin.public}+cu130"
+            )
         variant = rel.pypi_default
         notes.append(f"no CUDA suffix: the PyPI wheel of torch {rel.release}, built with {variant}")
         if rel.pypi_default_status != "verified":
-            notes.append(f"torch {rel.release}'s PyPI default ({variant}) is {rel.pypi_default_status} in gpudoctor's tables")
+            notes.append(
+                f"torch {rel.release}'s PyPI default ({variant}) is {rel.pypi_default_status} in gpudoctor's tables"
+            )
     label = f"torch {pin.public}+{variant}" + (" (PyPI default)" if pin.variant is None else "")
     cuda = T.variant_cuda(variant)
     if cuda is None and variant not in ("cpu",) and not variant.startswith(("rocm", "xpu")):
@@ -214,7 +220,11 @@ def subject_from_pin(pin: TorchPin) -> Subject:
                 companions=dict(pin.companions), origin=pin.origin, file=pin.file, line=pin.line)
     wa = T.wheel_arch(pin.version, variant)
     if wa is not None:
-        s.arch_list, s.arch_source, s.arch_status = list(wa.arch_list), f"official {wa.release} {variant} wheel (table)", wa.status
+        s.arch_list, s.arch_source, s.arch_status = (
+            list(wa.arch_list),
+            f"official {wa.release} {variant} wheel (table)",
+            wa.status,
+        )
     return s
 
 
@@ -233,7 +243,11 @@ def subject_from_torch(tf) -> Subject:
     elif tf.cuda:
         wa = T.wheel_arch(tf.version, local)
         if wa is not None:
-            s.arch_list, s.arch_source, s.arch_status = list(wa.arch_list), f"official {wa.release} {local} wheel (table)", wa.status
+            s.arch_list, s.arch_source, s.arch_status = (
+                list(wa.arch_list),
+                f"official {wa.release} {local} wheel (table)",
+                wa.status,
+            )
     return s
 
 
@@ -270,10 +284,15 @@ def check(subject: Subject, target: Target, strict: bool = False) -> Result:
         rt = next((v for v in verdicts if v.check == "runtime-vs-driver"), None)
         ar = next((v for v in verdicts if v.check == "arch"), None)
         if rt is not None and ar is not None and rt.status == C.CAVEAT and ar.status == C.CAVEAT:
-            verdicts.append(C.Verdict("ptx-under-mvc", C.FAIL,
-                                      f"sm_{cc_tuple(target.cc)[0]}{cc_tuple(target.cc)[1]} needs JIT of CUDA {subject.cuda} "
-                                      f"PTX, which a driver older than the toolkit's cannot do under minor-version compatibility",
-                                      sources=[T.cuda_url("MVC")]))
+            verdicts.append(
+                C.Verdict(
+                    "ptx-under-mvc",
+                    C.FAIL,
+                    f"sm_{cc_tuple(target.cc)[0]}{cc_tuple(target.cc)[1]} needs JIT of CUDA {subject.cuda} "
+                    f"PTX, which a driver older than the toolkit's cannot do under minor-version compatibility",
+                    sources=[T.cuda_url("MVC")],
+                )
+            )
     fails = [v for v in verdicts if v.status == C.FAIL or (strict and v.status == C.UNKNOWN)]
     shown = fails or verdicts
     reason = "; ".join(v.reason for v in shown) or "nothing to check"
@@ -287,7 +306,9 @@ def check_companions(subject: Subject, strict: bool = False) -> Result | None:
     """torchvision / torchaudio pins (or installed versions) against torch; None when there are none."""
     if not subject.companions:
         return None
-    verdicts = C.companions(subject.version, subject.companions.get("torchvision"), subject.companions.get("torchaudio"))
+    verdicts = C.companions(
+        subject.version, subject.companions.get("torchvision"), subject.companions.get("torchaudio")
+    )
     fails = [v for v in verdicts if v.status == C.FAIL or (strict and v.status == C.UNKNOWN)]
     label = ", ".join(f"{k} {v}" for k, v in subject.companions.items())
     return Result(subject=subject.label, target=label, status="fail" if fails else "pass",

@@ -129,16 +129,34 @@ def ddp_result(rank_results: dict[int, dict], world_size: int) -> DdpResult | No
                                  peak_reserved_bytes=d.get("peak_reserved_bytes"),
                                  peak_rss_bytes=rank_results[rank].get("peak_rss_bytes")))
     nosync = stat((r0.get("nosync") or {}).get("step_s") or [])
-    return DdpResult(model=r0["model"], params=r0["params"], grad_bytes=r0["grad_bytes"], precision=r0["precision"],
-                     optimizer=r0["optimizer"], world_size=world_size, per_rank_batch=r0["per_rank_batch"],
-                     global_batch=r0["global_batch"], batch_choice=r0.get("batch_choice"), seq_len=r0["seq"], warmup_steps=r0["warmup"],
-                     timed_steps=r0["steps"], scaling=r0["scaling"], step=step, nosync_step_s=nosync, single=single,
-                     efficiency=eff[0], efficiency_low=eff[1], efficiency_high=eff[2],
-                     grad_allreduce_s=stat(r0.get("grad_allreduce_s") or []),
-                     samples_per_s=r0["global_batch"] / step.step_s.median if step.step_s.median > 0 else None,
-                     loss_first=losses[0] if losses else None, loss_last=losses[-1] if losses else None,
-                     loss_finite=finite and bool(losses), params_max_abs_diff=r0.get("params_max_abs_diff"),
-                     memory=memory)
+    return DdpResult(
+        model=r0["model"],
+        params=r0["params"],
+        grad_bytes=r0["grad_bytes"],
+        precision=r0["precision"],
+        optimizer=r0["optimizer"],
+        world_size=world_size,
+        per_rank_batch=r0["per_rank_batch"],
+        global_batch=r0["global_batch"],
+        batch_choice=r0.get("batch_choice"),
+        seq_len=r0["seq"],
+        warmup_steps=r0["warmup"],
+        timed_steps=r0["steps"],
+        scaling=r0["scaling"],
+        step=step,
+        nosync_step_s=nosync,
+        single=single,
+        efficiency=eff[0],
+        efficiency_low=eff[1],
+        efficiency_high=eff[2],
+        grad_allreduce_s=stat(r0.get("grad_allreduce_s") or []),
+        samples_per_s=r0["global_batch"] / step.step_s.median if step.step_s.median > 0 else None,
+        loss_first=losses[0] if losses else None,
+        loss_last=losses[-1] if losses else None,
+        loss_finite=finite and bool(losses),
+        params_max_abs_diff=r0.get("params_max_abs_diff"),
+        memory=memory,
+    )
 
 
 # --- how a run ended ---------------------------------------------------------------------------------
@@ -187,7 +205,9 @@ def run_message(status: str, ranks: list[RankStatus], timeout_s: float, culprit_
                         f"rank {_ranks(waiting)} waited for it")
             if not_started:
                 return f"rank {_ranks(not_started)} never started (still importing torch after {timeout_s:.0f} s)"
-            return f"the rendezvous on {where} did not complete within {timeout_s:.0f} s (ranks {_ranks(waiting)} waiting)"
+            return (
+                f"the rendezvous on {where} did not complete within {timeout_s:.0f} s (ranks {_ranks(waiting)} waiting)"
+            )
         labels: dict[str, list[int]] = {}
         for r in ranks:
             labels.setdefault(r.label or r.phase or "?", []).append(r.rank)

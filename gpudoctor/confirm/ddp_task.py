@@ -77,9 +77,11 @@ def _resolve_batch(torch, dist, cfg: dict, cuda: bool) -> tuple[int, str]:
         return batch, (f"auto: even the smallest batch ({batch}) is estimated at {est / 1e9:.1f} GB, more than "
                        f"{AUTO_MEMORY_FRACTION:.0%} of the {free / 1e9:.1f} GB free on rank {dist.get_rank()}: "
                        f"free GPU memory (other processes?) or pass a smaller --seq")
-    return batch, (f"auto: the largest of {'/'.join(map(str, AUTO_BATCHES))} with at most {AUTO_MAX_TOKENS} tokens "
-                   f"whose estimated peak ({est / 1e9:.1f} GB) fits {AUTO_MEMORY_FRACTION:.0%} of every GPU's free memory "
-                   f"(rank {dist.get_rank()}: {free / 1e9:.0f} GB free)")
+    return batch, (
+        f"auto: the largest of {'/'.join(map(str, AUTO_BATCHES))} with at most {AUTO_MAX_TOKENS} tokens "
+        f"whose estimated peak ({est / 1e9:.1f} GB) fits {AUTO_MEMORY_FRACTION:.0%} of every GPU's free memory "
+        f"(rank {dist.get_rank()}: {free / 1e9:.0f} GB free)"
+    )
 
 
 def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: State, fault) -> dict:
@@ -124,9 +126,13 @@ def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: Stat
     ddp = DDP(model, device_ids=[torch.cuda.current_device()] if cuda else None, gradient_as_bucket_view=True)
     opt, opt_name = _optimizer(torch, ddp.parameters(), cfg["lr"], cuda)
     ids, labels = bert.synthetic_batch(per_rank, cfg["seq"], vocab, device, seed=100 + rank)
-    state.set("ddp", f"DDP: {cfg['warmup']} warm-up + {cfg['steps']} timed steps, batch {per_rank}/rank x seq {cfg['seq']}")
+    state.set(
+        "ddp", f"DDP: {cfg['warmup']} warm-up + {cfg['steps']} timed steps, batch {per_rank}/rank x seq {cfg['seq']}"
+    )
     _maybe_fault(fault, "ddp", state)
-    main = _train_steps(torch, ddp, loss_fn, opt, make_scaler(), autocast, ids, labels, marks, cfg["warmup"], cfg["steps"])
+    main = _train_steps(
+        torch, ddp, loss_fn, opt, make_scaler(), autocast, ids, labels, marks, cfg["warmup"], cfg["steps"]
+    )
     out = {"model": cfg["model"], "params": params, "grad_bytes": params * 4, "precision": precision,
            "optimizer": opt_name, "per_rank_batch": per_rank, "global_batch": per_rank * n, "seq": cfg["seq"],
            "warmup": cfg["warmup"], "steps": cfg["steps"], "scaling": cfg["scaling"], "batch_choice": batch_choice,

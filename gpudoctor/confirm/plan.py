@@ -106,8 +106,8 @@ def make_spec(*, cpu: bool, nproc: int, tasks: list[str], timeout_s: float,
               model: str | None = None, batch: int | None = None, seq: int | None = None,
               warmup_steps: int | None = None, steps: int | None = None,
               scaling: str = "weak", baseline: bool = True) -> dict[str, Any]:
-    """The JSON plan of one run. ``nproc`` 0 = one process per GPU the target torch sees. ``model``: 'builtin' (BERT-base built with torch alone), 'hf'
-    (transformers BertForMaskedLM(BertConfig())) or 'tiny' (the CPU default).
+    """The JSON plan of one run. ``nproc`` 0 = one process per GPU the target torch sees. ``model``: 'builtin'
+    (BERT-base built with torch alone), 'hf' (transformers BertForMaskedLM(BertConfig())) or 'tiny' (the CPU default).
 
     Raises ValueError on an unknown task, model or scaling mode, nproc < 0, a ``seq`` beyond the model's
     positions, or (strong scaling, nproc known) a global batch that is not a multiple of nproc.

@@ -322,11 +322,22 @@ def facts_from(main: Launch, spec: dict, python: str) -> ConfirmationFacts:
     world = main.world_size or 0
     status = main.run.status
     return ConfirmationFacts(
-        status=status, reason=main.run.message, interpreter=v.get("interpreter") or python,
-        torch_version=v.get("torch"), nccl_version=v.get("nccl"), backend=spec["backend"], device=spec["device"],
-        world_size=world or None, tasks=list(spec["tasks"]), log_dir=main.run.log_dir,
-        devices=analysis.devices(rr), allreduce=analysis.allreduce_results((rr.get(0) or {}).get("allreduce") or [], world),
-        copies=analysis.copy_results(rr), ddp=analysis.ddp_result(rr, world) if world else None, runs=[main.run])
+        status=status,
+        reason=main.run.message,
+        interpreter=v.get("interpreter") or python,
+        torch_version=v.get("torch"),
+        nccl_version=v.get("nccl"),
+        backend=spec["backend"],
+        device=spec["device"],
+        world_size=world or None,
+        tasks=list(spec["tasks"]),
+        log_dir=main.run.log_dir,
+        devices=analysis.devices(rr),
+        allreduce=analysis.allreduce_results((rr.get(0) or {}).get("allreduce") or [], world),
+        copies=analysis.copy_results(rr),
+        ddp=analysis.ddp_result(rr, world) if world else None,
+        runs=[main.run],
+    )
 
 
 def for_scan(snap, *, run: bool = True, timeout_s: float = 120.0, on_progress: ProgressFn | None = None,

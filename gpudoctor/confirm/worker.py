@@ -87,7 +87,9 @@ def rank_main(rank: int, spec: dict) -> None:
             torch.cuda.set_device(rank)
             result["device"] = _device_info(torch, rank)
         else:
-            threads = max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) // n)
+            threads = max(
+                1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) // n
+            )
             torch.set_num_threads(threads)
             result["cpu_threads"] = threads
         state.set("rendezvous", f"rendezvous on 127.0.0.1:{spec['port']} (world size {n})")
@@ -228,7 +230,9 @@ def main(argv=None) -> int:
     # the parent fixes an absolute deadline (its --timeout counts from launch, torch import included)
     deadline = (time.monotonic() + spec["deadline_unix"] - time.time()) if "deadline_unix" in spec \
         else t0 + spec["timeout_s"]
-    ctx = mp.start_processes(rank_main, args=(spec,), nprocs=n, join=False, start_method=spec.get("start_method", "spawn"))
+    ctx = mp.start_processes(
+        rank_main, args=(spec,), nprocs=n, join=False, start_method=spec.get("start_method", "spawn")
+    )
     procs = list(ctx.processes)
     outcome = {"status": "hung", "first_failed": None}
     try:

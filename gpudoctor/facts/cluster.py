@@ -94,7 +94,9 @@ class PairwiseResult(BaseModel):
 
     rounds: int
     nodes: int
-    reference_busbw_gbs: float | None = Field(None, description="median over nodes of each node's best pair busbw, GB/s")
+    reference_busbw_gbs: float | None = Field(
+        None, description="median over nodes of each node's best pair busbw, GB/s"
+    )
     slow_fraction: float = Field(description="a pair is slow below this fraction of reference_busbw_gbs")
     pairs: list[PairResult] = Field(default_factory=list)
     slow_nodes: list[str] = Field(default_factory=list, description="nodes whose pairs are all slow")

@@ -141,7 +141,9 @@ class ConfirmationRun(_Model):
 
 
 class ConfirmationFacts(_Model):
-    source: str = "gpudoctor confirmation runs: torch.multiprocessing spawn in the target interpreter, 127.0.0.1 rendezvous"
+    source: str = (
+        "gpudoctor confirmation runs: torch.multiprocessing spawn in the target interpreter, 127.0.0.1 rendezvous"
+    )
     status: Literal["ok", "failed", "hung", "error", "skipped", "not_applicable", "interrupted"] = Field(
         description="interrupted: Ctrl-C or SIGTERM ended the runs; what the ranks had measured is kept")
     reason: str | None = None

@@ -13,8 +13,9 @@ EXACT = ("OMP_NUM_THREADS", "LD_LIBRARY_PATH",
          "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
 REDACTED = "<redacted>"
 
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|(?<!OLD)(?<!^)PWD$)",
-                          re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|(?<!OLD)(?<!^)PWD$)", re.IGNORECASE
+)
 _SECRET_VALUE = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9-]{10,}"
     r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY|://[^/\s:@]+:[^/\s@]+@)")
@@ -39,7 +40,9 @@ def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-_ASSIGN = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*|\s+set by environment to\s+)(?P<val>\"[^\"]*\"|'[^']*'|\S+)")
+_ASSIGN = re.compile(
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*|\s+set by environment to\s+)(?P<val>\"[^\"]*\"|'[^']*'|\S+)"
+)
 
 
 def scrub(text: str) -> str:

@@ -61,7 +61,9 @@ class CpuFacts(_Model):
     logical_cores: int | None = None
     affinity_cores: int | None = Field(None, description="logical CPUs in this process's affinity mask")
     cgroup_quota_cores: float | None = Field(None, description="CPU quota of the cgroup in cores; None = no quota")
-    usable_cores: float | None = Field(None, description="min(affinity, cgroup quota): cores this process may really use")
+    usable_cores: float | None = Field(
+        None, description="min(affinity, cgroup quota): cores this process may really use"
+    )
     numa_nodes: int | None = None
     flags_count: int | None = Field(None, description="number of CPU feature flags (py-cpuinfo)")
 
@@ -138,7 +140,9 @@ class GpuFacts(_Model):
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
     processes: list[GpuProcess] = Field(default_factory=list)
-    numa_node: int | None = Field(None, description="NVML NUMA node, else sysfs numa_node; None when neither knows (-1)")
+    numa_node: int | None = Field(
+        None, description="NVML NUMA node, else sysfs numa_node; None when neither knows (-1)"
+    )
     nvlinks: list[NvLink] = Field(default_factory=list)
     unsupported: list[str] = Field(default_factory=list, description="queries NVML answered 'Not Supported'")
     errors: dict[str, str] = Field(default_factory=dict, description="queries that failed, with NVML's message")
@@ -192,7 +196,9 @@ class TorchFacts(_Model):
 
 class EnvFacts(_Model):
     source: str = "os.environ (NCCL_*, TORCH_*, CUDA_*, NVIDIA_*, PYTORCH_*, OMP_NUM_THREADS, LD_LIBRARY_PATH)"
-    variables: dict[str, str] = Field(default_factory=dict, description="secret-looking values are replaced by '<redacted>'")
+    variables: dict[str, str] = Field(
+        default_factory=dict, description="secret-looking values are replaced by '<redacted>'"
+    )
 
 
 class SharedLibrary(_Model):
@@ -232,8 +238,12 @@ class NcclLogFacts(_Model):
     cuda_driver_version: str | None = Field(None, description="'cudaDriverVersion 13000' -> '13.0'")
     ib_device_found: bool | None = None
     net: str | None = Field(None, description="network transport chosen: IB, Socket, or a plugin name")
-    transports: list[str] = Field(default_factory=list, description="distinct channel transports, e.g. P2P/IPC, SHM/direct, NET/IB/1/GDRDMA")
-    host_net_transports: dict[str, list[str]] = Field(default_factory=dict, description="host -> distinct NET/... transports")
+    transports: list[str] = Field(
+        default_factory=list, description="distinct channel transports, e.g. P2P/IPC, SHM/direct, NET/IB/1/GDRDMA"
+    )
+    host_net_transports: dict[str, list[str]] = Field(
+        default_factory=dict, description="host -> distinct NET/... transports"
+    )
     gdr_disabled_hcas: list[str] = Field(default_factory=list)
     env_set: dict[str, str] = Field(default_factory=dict, description="'NCCL_X set by environment to Y' lines")
     warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")
@@ -248,9 +258,13 @@ class LogFacts(_Model):
     signatures: list[SignatureHit] = Field(default_factory=list)
     xids: list[XidEvent] = Field(default_factory=list)
     nccl: NcclLogFacts | None = None
-    kernel_messages: list[str] = Field(default_factory=list, description="NVRM lines of the kernel log, continuation lines joined")
+    kernel_messages: list[str] = Field(
+        default_factory=list, description="NVRM lines of the kernel log, continuation lines joined"
+    )
     error_lines: list[str] = Field(default_factory=list, description="error-looking lines no signature explains")
-    commands: list[str] = Field(default_factory=list, description="shell commands found (docker run ...), secrets redacted")
+    commands: list[str] = Field(
+        default_factory=list, description="shell commands found (docker run ...), secrets redacted"
+    )
     peer_access: dict[str, bool] = Field(default_factory=dict, description="'a,b' -> cudaDeviceCanAccessPeer(a, b) "
                                          "as a pasted check printed it")
 
@@ -287,7 +301,9 @@ class Snapshot(_Model):
     topology: TopologyFacts | None = None
     libpath: LibPathFacts | None = None
     logs: LogFacts | None = None
-    inputs: list[InputFile] = Field(default_factory=list, description="files read by `gpudoctor check` (empty for a scan)")
+    inputs: list[InputFile] = Field(
+        default_factory=list, description="files read by `gpudoctor check` (empty for a scan)"
+    )
     known_fields: dict[str, list[str]] = Field(
         default_factory=dict,
         description="for sections built from partial text: the fields the text gave ('nvml.gpus' for GPU fields, "

@@ -87,8 +87,11 @@ ERRORS = "error text"
 
 #: one header line of `nvidia-smi --query-gpu=FIELDS --format=csv[,nounits]` (CRLF tolerated)
 _CSV_FIELDS = r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$"
-CSV_HEADER = re.compile(r"^(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
-                        r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))" + _CSV_FIELDS, re.M)
+CSV_HEADER = re.compile(
+    r"^(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
+    r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))" + _CSV_FIELDS,
+    re.M,
+)
 
 #: the header line of `nvidia-smi --query-compute-apps=FIELDS --format=csv` (pid and a process/memory field)
 APPS_HEADER = re.compile(r"^(?=[^\n]*\bpid\b)(?=[^\n]*\b(?:process_name|used_gpu_memory|used_memory)\b)" + _CSV_FIELDS,
@@ -96,12 +99,24 @@ APPS_HEADER = re.compile(r"^(?=[^\n]*\bpid\b)(?=[^\n]*\b(?:process_name|used_gpu
 
 _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_XML, re.compile(r"<nvidia_smi_log\b")),
-    (SMI_Q, re.compile(r"=+NVSMI LOG=+|^\s*(?:Attached GPUs|Product Name|Remapped Rows|Clocks (?:Throttle|Event) Reasons"
-                       r"|FB Memory Usage|Performance State|Persistence Mode|Retired Pages|ECC Errors)\s*(?:\s:|$)", re.M)),
-    (SMI, re.compile(r"NVIDIA-SMI\s+\d+\.\d+|^\|\s+\d+\s+.+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
-                     r"|NVIDIA-SMI has failed because"
-                     # its whole output is "No devices were found" / "Failed to initialize NVML: ...": a diagnosis
-                     r"|(?i:" + WHOLE_SMI_MESSAGE.pattern + ")", re.M)),
+    (
+        SMI_Q,
+        re.compile(
+            r"=+NVSMI LOG=+|^\s*(?:Attached GPUs|Product Name|Remapped Rows|Clocks (?:Throttle|Event) Reasons"
+            r"|FB Memory Usage|Performance State|Persistence Mode|Retired Pages|ECC Errors)\s*(?:\s:|$)",
+            re.M,
+        ),
+    ),
+    (
+        SMI,
+        re.compile(
+            r"NVIDIA-SMI\s+\d+\.\d+|^\|\s+\d+\s+.+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
+            r"|NVIDIA-SMI has failed because"
+            # its whole output is "No devices were found" / "Failed to initialize NVML: ...": a diagnosis
+            r"|(?i:" + WHOLE_SMI_MESSAGE.pattern + ")",
+            re.M,
+        ),
+    ),
     (TOPO, re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+|\S+_\d+))*\s+CPU Affinity|^GPU0\s+X\s", re.M)),
     (NVLINK, re.compile(r"^GPU \d+: [^\n]*\n\s*Link \d+:", re.M)),
     # the header line of --query-gpu=... --format=csv (anywhere: a pasted command line may precede it):
@@ -109,20 +124,43 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (SMI_CSV, CSV_HEADER),
     (APPS_CSV, APPS_HEADER),
     (MEMINFO, re.compile(r"^MemTotal:\s+\d+ kB\s*\n(?:[^\n]*\n){0,3}?MemAvailable:\s+\d+ kB", re.M)),
-    (SMI_L, re.compile(r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z")),
+    (
+        SMI_L,
+        re.compile(
+            r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z"
+        ),
+    ),
     (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),
-    (COLLECT_ENV, re.compile(r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
-                             r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*[:\uff1a]", re.M)),
+    (
+        COLLECT_ENV,
+        re.compile(
+            r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
+            r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*[:\uff1a]",
+            re.M,
+        ),
+    ),
     (LSCPU, re.compile(r"^Architecture:[ \t]+\S+[ \t]*\n(?:[^\n]*\n){0,8}?(?:CPU\(s\)|Model name):", re.M)),
-    (LSPCI, re.compile(r"^\s*(?:LnkCap|LnkSta|ACSCtl|ACSCap):|^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] "
-                       r"(?:PCI bridge|3D controller|VGA compatible controller|Ethernet controller|Infiniband controller"
-                       r"|Host bridge|Bridge):", re.M)),
+    (
+        LSPCI,
+        re.compile(
+            r"^\s*(?:LnkCap|LnkSta|ACSCtl|ACSCap):|^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] "
+            r"(?:PCI bridge|3D controller|VGA compatible controller|Ethernet controller|Infiniband controller"
+            r"|Host bridge|Bridge):",
+            re.M,
+        ),
+    ),
     (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
     (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
     (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
-    (COMMAND, re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun"
-                         r"|mpirun|torchrun|kubectl)\s+\S", re.M)),
+    (
+        COMMAND,
+        re.compile(
+            r"^\s*(?:[$#]\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun"
+            r"|mpirun|torchrun|kubectl)\s+\S",
+            re.M,
+        ),
+    ),
 ]
 _ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?[A-Za-z_][A-Za-z0-9_]*=")
 

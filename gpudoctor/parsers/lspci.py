@@ -33,8 +33,10 @@ _FIELD = re.compile(r"^\s*(LnkCap|LnkSta|ACSCap|ACSCtl|Kernel driver in use|Bus|
 _SPEED = re.compile(r"Speed\s+(?P<v>[\d.]+)\s*GT/s(?:\s*\((?P<m>[^)]*)\))?", re.IGNORECASE)
 _WIDTH = re.compile(r"Width\s+x(?P<v>\d+)(?:\s*\((?P<m>[^)]*)\))?", re.IGNORECASE)
 _FLAG = re.compile(r"([A-Za-z][A-Za-z0-9]*)([+-])")
-_EXPRESS = re.compile(r"Express\s*\(v\d\)\s+(Root Port|Upstream Port|Downstream Port|Endpoint|Legacy Endpoint|"
-                      r"Root Complex Integrated Endpoint|PCI-Express to PCI/PCI-X Bridge|PCI/PCI-X to PCI-Express Bridge)")
+_EXPRESS = re.compile(
+    r"Express\s*\(v\d\)\s+(Root Port|Upstream Port|Downstream Port|Endpoint|Legacy Endpoint|"
+    r"Root Complex Integrated Endpoint|PCI-Express to PCI/PCI-X Bridge|PCI/PCI-X to PCI-Express Bridge)"
+)
 ACS_FLAGS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 
 

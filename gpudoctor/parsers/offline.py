@@ -77,10 +77,10 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             found = []
             unreadable: list[str] = []
 
-            def walk_error(exc: OSError, _bad: list[str] = unreadable) -> None:
+            def walk_error(exc: OSError, _bad: list[str] = unreadable, _p: str = p) -> None:
                 # os.walk skips a folder it cannot list; say so instead of "holds no files"
-                errors.append(f"{exc.filename or p}: cannot read the folder: {exc.strerror or exc}")
-                _bad.append(str(exc.filename or p))
+                errors.append(f"{exc.filename or _p}: cannot read the folder: {exc.strerror or exc}")
+                _bad.append(str(exc.filename or _p))
 
             for root, dirs, names in os.walk(p, onerror=walk_error):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -154,7 +154,9 @@ _OWN_OUTPUT_REASONS = {
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
 }
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
-SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT) + tuple(_OWN_OUTPUT_REASONS.values())
+SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT) + tuple(
+    _OWN_OUTPUT_REASONS.values()
+)
 
 
 def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None) -> str | None:
@@ -274,9 +276,11 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
     if not kinds and not hits:
-        return f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or " \
-               f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, NCCL log, " \
-               f"env dump, error text or gpudoctor report)"
+        return (
+            f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "
+            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, "
+            f"NCCL log, env dump, error text or gpudoctor report)"
+        )
     structured = [k for k in kinds if k != D.ERRORS]
     if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:
         return f"{path}: recognised as {', '.join(structured)} but nothing could be read ({failures[0]})"

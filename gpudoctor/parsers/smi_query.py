@@ -122,8 +122,14 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
     put("ecc_mode_current", to_bool(_get(d, "ecc mode/current")))
     for scope, field in (("volatile", "ecc_uncorrected_volatile"), ("aggregate", "ecc_uncorrected_aggregate")):
         total, seen = 0, False
-        for key in ("dram uncorrectable", "sram uncorrectable", "sram uncorrectable parity", "sram uncorrectable sec-ded",
-                    "double bit/total", "double bit ecc/total"):
+        for key in (
+            "dram uncorrectable",
+            "sram uncorrectable",
+            "sram uncorrectable parity",
+            "sram uncorrectable sec-ded",
+            "double bit/total",
+            "double bit ecc/total",
+        ):
             n = to_int(_get(d, f"ecc errors/{scope}/{key}"))
             if n is not None:
                 total, seen = total + n, True
@@ -138,8 +144,17 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
     put("temperature_shutdown_c", to_int(_get(d, "temperature/gpu shutdown temp")))
     put("power_draw_w", to_float(_get(d, "gpu power readings/power draw", "gpu power readings/average power draw",
                                       "power readings/power draw", "power readings/average power draw")))
-    put("power_limit_w", to_float(_get(d, "gpu power readings/current power limit", "power readings/enforced power limit",
-                                       "power readings/current power limit")))
+    put(
+        "power_limit_w",
+        to_float(
+            _get(
+                d,
+                "gpu power readings/current power limit",
+                "power readings/enforced power limit",
+                "power readings/current power limit",
+            )
+        ),
+    )
     put("power_default_limit_w", to_float(_get(d, "gpu power readings/default power limit",
                                                "power readings/default power limit")))
 

@@ -18,12 +18,19 @@ import re
 from gpudoctor.facts.model import GpuFacts, NvmlFacts, TorchFacts
 
 _FOUND = re.compile(r"driver on your system is too old \(found version (\d+)\)")
-_ARCH = re.compile(r"^(?P<gpu>.+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"
-                   r" installation\.?\s*(?:\n\s*)?The current PyTorch install supports CUDA capabilities(?P<list>(?:\s+(?:sm|compute)_\d+[af]?)+)",
-                   re.M)
-_NVCC = re.compile(r"The detected CUDA version \(([\d.]+)\) mismatches the version that was used to compile\s+PyTorch \(([\d.]+)\)")
+_ARCH = re.compile(
+    r"^(?P<gpu>.+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"
+    r" installation\.?\s*(?:\n\s*)?The current PyTorch install supports CUDA capabilities"
+    r"(?P<list>(?:\s+(?:sm|compute)_\d+[af]?)+)",
+    re.M,
+)
+_NVCC = re.compile(
+    r"The detected CUDA version \(([\d.]+)\) mismatches the version that was used to compile\s+PyTorch \(([\d.]+)\)"
+)
 _ERRNUM = re.compile(r"\bError (\d{3}): ([^\n]+)")
-_CUDA_ERR_LINE = re.compile(r"^.*(?:CUDA initialization: |Unexpected error from cudaGetDeviceCount\(\)|RuntimeError: .*CUDA).*$", re.M)
+_CUDA_ERR_LINE = re.compile(
+    r"^.*(?:CUDA initialization: |Unexpected error from cudaGetDeviceCount\(\)|RuntimeError: .*CUDA).*$", re.M
+)
 _TV = re.compile(r"operator torchvision::\w+ does not exist")
 
 
@@ -98,9 +105,14 @@ def to_facts(parsed: dict, source: str = "parsed from pasted text") -> tuple[Tor
                 model = find_gpu(name)
                 cc = model.cc if model else None
             gpus.append(GpuFacts(index=idx, name=name, compute_capability=cc))
-        nv = NvmlFacts(source=f"{source} (driver line / CUDA warning; compute capability from the text or gpudoctor's GPU table)",
-                       available=True, driver_version=parsed.get("driver_version"),
-                       cuda_driver_version=parsed.get("driver_cuda"), gpu_count=len(gpus), gpus=gpus)
+        nv = NvmlFacts(
+            source=f"{source} (driver line / CUDA warning; compute capability from the text or gpudoctor's GPU table)",
+            available=True,
+            driver_version=parsed.get("driver_version"),
+            cuda_driver_version=parsed.get("driver_cuda"),
+            gpu_count=len(gpus),
+            gpus=gpus,
+        )
     return torch, nv
 
 

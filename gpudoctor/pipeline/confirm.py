@@ -34,7 +34,9 @@ def run_confirm(cpu: bool, python: str | None, nproc: int | None, timeout_s: flo
     check = run_cmd([interp, "-c", "import sys; print('GPUDOCTOR_PY', sys.version_info[0])"],
                     timeout=defaults.PYTHON_CHECK_TIMEOUT_S)
     if "GPUDOCTOR_PY 3" not in (check.stdout or ""):
-        raise PipelineError(f"--python {interp}: not a Python 3 interpreter (`{interp} -c 'import sys'` did not answer)")
+        raise PipelineError(
+            f"--python {interp}: not a Python 3 interpreter (`{interp} -c 'import sys'` did not answer)"
+        )
     probes = [Probe("host", "host", probe_host), Probe("env", "env", probe_env), Probe("cpu", "cpu", probe_cpu),
               Probe("nvml", "nvml", probe_nvml, timeout_s=lambda o: o.nvml_timeout_s + 5)]
     from gpudoctor.confirm.runner import INTERRUPTED, ConfirmInterrupted

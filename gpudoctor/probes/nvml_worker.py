@@ -205,7 +205,11 @@ def fabric(pynvml, count):
             out["status_name"] = _dec(pynvml.nvmlErrorString(int(info.status)))
         except Exception:
             pass
-        for key, attr in (("clique_id", "cliqueId"), ("health_mask", "healthMask"), ("health_summary", "healthSummary")):
+        for key, attr in (
+            ("clique_id", "cliqueId"),
+            ("health_mask", "healthMask"),
+            ("health_summary", "healthSummary"),
+        ):
             if hasattr(info, attr):
                 out[key] = int(getattr(info, attr))
         for k, v in out.items():

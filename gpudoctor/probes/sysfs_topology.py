@@ -7,7 +7,6 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from gpudoctor.facts.model import (
     IbPort,
@@ -151,7 +150,9 @@ def list_pci(roots: Roots) -> list[str] | None:
     return None if names is None else [x for x in names if BDF_RE.match(x)]
 
 
-def collect_pcie(roots: Roots, gpu_bdfs: dict[str, int], nic_bdfs: dict[str, str]) -> tuple[list[PcieDevice], list[PciePath]]:
+def collect_pcie(
+    roots: Roots, gpu_bdfs: dict[str, int], nic_bdfs: dict[str, str]
+) -> tuple[list[PcieDevice], list[PciePath]]:
     """PcieDevice for every GPU and NIC and every bridge on their paths, plus each path."""
     devices: dict[str, PcieDevice] = {}
     paths: list[PciePath] = []
@@ -163,7 +164,10 @@ def collect_pcie(roots: Roots, gpu_bdfs: dict[str, int], nic_bdfs: dict[str, str
         code = (read_text(os.path.join(d, "class")) or "").lower().replace("0x", "")
         if vendor == "0x10de" and code.startswith("03"):  # GPUs NVML did not report (NVML down) still get a path
             gpu_bdfs[bdf] = -1
-    targets = [(bdf, f"GPU{i}" if i >= 0 else f"GPU {bdf}") for bdf, i in sorted(gpu_bdfs.items(), key=lambda x: (x[1] < 0, x[1], x[0]))]
+    targets = [
+        (bdf, f"GPU{i}" if i >= 0 else f"GPU {bdf}")
+        for bdf, i in sorted(gpu_bdfs.items(), key=lambda x: (x[1] < 0, x[1], x[0]))
+    ]
     targets += [(bdf, name) for bdf, name in sorted(nic_bdfs.items(), key=lambda x: x[1])]
     for bdf, label in targets:
         if not os.path.exists(roots.s("bus", "pci", "devices", bdf)):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable
@@ -36,16 +35,6 @@ from gpudoctor.parsers.lspci import normalize_bdf, parse_lspci
 from gpudoctor.parsers.topo import ParseError, parse_topo_matrix
 from gpudoctor.probes.nvml import worker_messages
 from gpudoctor.probes.subproc import run_cmd
-
-WORKER = Path(__file__).with_name("nvml_worker.py")
-# nvml.h nvmlGpuTopologyLevel_t -> the relation names of `nvidia-smi topo -m`
-TOPO_LEVEL = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-# nvml.h nvmlGpuP2PStatus_t -> nvidia-smi topo -p2p legend
-P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
-FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-FABRIC_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
-
-
 from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     ACS_BITS,
     BDF_RE,
@@ -68,6 +57,15 @@ from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     pci_path,
     read_pci_device,
 )
+
+WORKER = Path(__file__).with_name("nvml_worker.py")
+# nvml.h nvmlGpuTopologyLevel_t -> the relation names of `nvidia-smi topo -m`
+TOPO_LEVEL = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+# nvml.h nvmlGpuP2PStatus_t -> nvidia-smi topo -p2p legend
+P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
+FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+FABRIC_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
+
 
 # ---------------------------------------------------------------------------------- NVML worker streams
 
@@ -119,13 +117,20 @@ def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, s
     for i, d in sorted(per.items()):
         state = FABRIC_STATE.get(d.get("state"), "unknown")
         status = d.get("status")
-        out.append(FabricInfo(gpu=i, state=state,
-                              status=None if status is None else ("Success" if status == 0 else
-                                                                  d.get("status_name") or f"NVML error {status}"),
-                              clique_id=d.get("clique_id"), cluster_uuid=d.get("cluster_uuid"),
-                              health_mask=d.get("health_mask"),
-                              health_summary=FABRIC_SUMMARY.get(d.get("health_summary")) if "health_summary" in d else None,
-                              struct_version=d.get("struct_version")))
+        out.append(
+            FabricInfo(
+                gpu=i,
+                state=state,
+                status=None
+                if status is None
+                else ("Success" if status == 0 else d.get("status_name") or f"NVML error {status}"),
+                clique_id=d.get("clique_id"),
+                cluster_uuid=d.get("cluster_uuid"),
+                health_mask=d.get("health_mask"),
+                health_summary=FABRIC_SUMMARY.get(d.get("health_summary")) if "health_summary" in d else None,
+                struct_version=d.get("struct_version"),
+            )
+        )
     return out, errs
 
 

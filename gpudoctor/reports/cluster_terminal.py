@@ -145,8 +145,11 @@ def _render_confirm(report: ClusterReport, console: Console, verbose: bool) -> N
     if ar is not None:
         size = f"{ar.size_bytes / 2**20:g} MiB {ar.dtype}"
         if ar.error and not ar.busbw_gbs:
-            console.print(f"    [bold red]✗[/] all-reduce, {ar.ranks} ranks on {ar.nodes} nodes ({ar.backend}, {size}): "
-                          f"{escape(ar.error)}", highlight=False)
+            console.print(
+                f"    [bold red]✗[/] all-reduce, {ar.ranks} ranks on {ar.nodes} nodes ({ar.backend}, {size}): "
+                f"{escape(ar.error)}",
+                highlight=False,
+            )
         else:
             med = ar.seconds.get("median")
             console.print(f"    all-reduce, {ar.ranks} ranks on {ar.nodes} nodes ({ar.backend}, {ar.device}, {size}, "

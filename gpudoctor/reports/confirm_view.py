@@ -67,10 +67,14 @@ def render_confirmation(c: ConfirmationFacts, console: Console) -> None:
         console.print(t)
     d = c.ddp
     if d is not None:
-        console.print(f"[bold]DDP smoke step[/] · {d.model} ({d.params / 1e6:.1f} M params), {d.precision}, "
-                      f"{d.optimizer}, batch {d.per_rank_batch}/rank{' (auto)' if (d.batch_choice or '').startswith('auto') else ''}"
-                      f" x seq {d.seq_len}, {d.world_size} rank(s), "
-                      f"{d.warmup_steps} warm-up + {d.timed_steps} timed steps", highlight=False)
+        console.print(
+            f"[bold]DDP smoke step[/] · {d.model} ({d.params / 1e6:.1f} M params), {d.precision}, "
+            f"{d.optimizer}, batch {d.per_rank_batch}/rank"
+            f"{' (auto)' if (d.batch_choice or '').startswith('auto') else ''}"
+            f" x seq {d.seq_len}, {d.world_size} rank(s), "
+            f"{d.warmup_steps} warm-up + {d.timed_steps} timed steps",
+            highlight=False,
+        )
         t = Table(show_edge=False, title_justify="left")
         for col in ("", "step ms", "p25-p75", "forward", "backward (+all-reduce)", "optimizer"):
             t.add_column(col, justify="right" if col else "left")

@@ -108,8 +108,10 @@ def render_topology(topo: TopologyFacts, console: Console, verbose: bool = False
             continue
         bw = f"{lc.bandwidth_gbs:g} GB/s per direction" if lc.bandwidth_gbs else "bandwidth unknown"
         meaning = f" {escape(lc.meaning)} —" if verbose else ""
-        console.print(f"  [{STYLE.get(key, '')}]{escape(lc.name):4}[/]{meaning} {bw} [dim]({escape(lc.basis or '')})[/]",
-                      highlight=False)
+        console.print(
+            f"  [{STYLE.get(key, '')}]{escape(lc.name):4}[/]{meaning} {bw} [dim]({escape(lc.basis or '')})[/]",
+            highlight=False,
+        )
     devs = {d.bdf: d for d in topo.pcie}
     if topo.paths:
         console.print("  [bold]PCIe paths[/] (device → root port; current [dim]/max when lower[/]):")
@@ -118,9 +120,15 @@ def render_topology(topo: TopologyFacts, console: Console, verbose: bool = False
             root = f" → {escape(p.root_complex)}" if p.root_complex else ""
             console.print(f"    {escape(p.label)}: {chain}{root}", highlight=False, soft_wrap=True)
     if topo.ib_ports:
-        console.print("  [bold]RDMA ports[/]: " + ", ".join(
-            f"{escape(p.device)}/{p.port} {escape(p.state or '?')} {escape(p.rate_text or '')} {escape(p.link_layer or '')}"
-            for p in topo.ib_ports), highlight=False)
+        console.print(
+            "  [bold]RDMA ports[/]: "
+            + ", ".join(
+                f"{escape(p.device)}/{p.port} {escape(p.state or '?')} {escape(p.rate_text or '')} "
+                f"{escape(p.link_layer or '')}"
+                for p in topo.ib_ports
+            ),
+            highlight=False,
+        )
     if verbose and topo.errors:
         for k, v in topo.errors.items():
             console.print(f"  [dim]{escape(k)}: {escape(v)}[/]", highlight=False)

@@ -25,8 +25,12 @@ from gpudoctor.rules.cluster_compare import (  # noqa: F401 (re-exported)
 )
 from gpudoctor.rules.engine import REGISTRY, NotApplicable, NotAssessed, rule
 
-NCCL_ISSUE_IDENTICAL = "https://github.com/NVIDIA/nccl/issues/1277"  # NCCL maintainer: "ensure all nodes are exactly identical"
-NCCL_ISSUE_ENV = "https://github.com/NVIDIA/nccl/issues/1273"  # maintainer: env not forwarded to a node -> mismatch, crash
+NCCL_ISSUE_IDENTICAL = (
+    "https://github.com/NVIDIA/nccl/issues/1277"  # NCCL maintainer: "ensure all nodes are exactly identical"
+)
+NCCL_ISSUE_ENV = (
+    "https://github.com/NVIDIA/nccl/issues/1273"  # maintainer: env not forwarded to a node -> mismatch, crash
+)
 NCCL_TESTS_PERF = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
 @rule("CLU001", "Cluster", "warning", "Driver or CUDA driver version differs between nodes",
       ok="same NVIDIA driver on every node",
@@ -41,9 +45,14 @@ def driver_differs(ctx):
     nodes = ctx.reported()
     if all(_nvml(n) is not None and not _nvml(n).available for n in nodes):
         raise NotApplicable("no node has a usable NVIDIA driver")
-    return _differ_all(ctx, [(what, lambda n, a=attr: getattr(_nvml(n), a) if _nvml(n) and _nvml(n).available else None)
-                             for what, attr in (("driver", "driver_version"), ("CUDA driver API", "cuda_driver_version"))],
-                       "driver version known on fewer than two nodes")
+    return _differ_all(
+        ctx,
+        [
+            (what, lambda n, a=attr: getattr(_nvml(n), a) if _nvml(n) and _nvml(n).available else None)
+            for what, attr in (("driver", "driver_version"), ("CUDA driver API", "cuda_driver_version"))
+        ],
+        "driver version known on fewer than two nodes",
+    )
 
 
 @rule("CLU002", "Cluster", "error", "PyTorch, CUDA runtime, NCCL or cuDNN version differs between nodes",

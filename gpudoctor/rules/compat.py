@@ -61,7 +61,9 @@ def companions(ctx):
         fails = [v for v in fails if v.check != "torchvision-vs-torch"]
     for v in fails:
         name = v.check.split("-")[0]
-        yield ctx.finding([f"torch {t.version}", v.reason], subject=name, data=v.data, sources=list(ctx.spec.sources) + v.sources)
+        yield ctx.finding(
+            [f"torch {t.version}", v.reason], subject=name, data=v.data, sources=list(ctx.spec.sources) + v.sources
+        )
     if not fails and not t.torchvision_error and any(v.status == C.UNKNOWN for v in verdicts):
         raise NotAssessed("; ".join(v.reason for v in verdicts if v.status == C.UNKNOWN))
 
@@ -141,7 +143,12 @@ def libs_shadow(ctx):
         if ref is None or sysv[0] != ref[0]:
             continue        # another soname major: not the library torch looks for
         name = "cuDNN" if lib.kind == "cudnn" else "NCCL"
-        data = {"library": lib.path, "system": lib.version, "torch_loaded": loaded[lib.kind], "wheel": bundled[lib.kind]}
+        data = {
+            "library": lib.path,
+            "system": lib.version,
+            "torch_loaded": loaded[lib.kind],
+            "wheel": bundled[lib.kind],
+        }
         ev = [f"LD_LIBRARY_PATH has {lib.path} ({name} {lib.version})"]
         if load and sysv[:3] == load[:3] and bund and bund[:3] != sysv[:3]:
             yield ctx.finding(ev + [f"torch {t.version} loaded {name} {loaded[lib.kind]}: the system copy, not the "
@@ -229,16 +236,26 @@ def forward_compat(ctx):
     if err:
         ev.append(f"torch CUDA init: {err[:300]}")
     for lib in compat:
-        ev.append(f"LD_LIBRARY_PATH has {lib.path} (user-mode driver {lib.version}) over kernel driver {nv.driver_version}: forward compatibility")
+        ev.append(
+            f"LD_LIBRARY_PATH has {lib.path} (user-mode driver {lib.version}) over kernel driver "
+            f"{nv.driver_version}: forward compatibility"
+        )
     ev += [f"GPU {g.index} {g.name}: {s} GPU" for g, s in segs]
     data = {"error": err, "compat_libs": [lib.path for lib in compat], "driver": nv.driver_version if nv else None}
     if err:
         yield ctx.finding(ev, data=data)
     elif unsupported:
-        yield ctx.finding(ev + ["forward compatibility is supported on data-center GPUs only: expect error 804"], data=data)
+        yield ctx.finding(
+            ev + ["forward compatibility is supported on data-center GPUs only: expect error 804"], data=data
+        )
     elif segs:
-        yield ctx.finding(ev, severity="info", title="CUDA forward compatibility in use (supported on these GPUs)",
-                          remedy="Works on data-center GPUs; the cuda-compat version must suit the kernel driver branch "
-                                 "(see NVIDIA's forward-compatibility FAQ).", data=data)
+        yield ctx.finding(
+            ev,
+            severity="info",
+            title="CUDA forward compatibility in use (supported on these GPUs)",
+            remedy="Works on data-center GPUs; the cuda-compat version must suit the kernel driver branch "
+            "(see NVIDIA's forward-compatibility FAQ).",
+            data=data,
+        )
     else:
         raise NotAssessed("cuda-compat libraries on LD_LIBRARY_PATH but the GPUs are unknown")

@@ -76,7 +76,7 @@ def nvlink_gbs(g) -> tuple[float, int, int | None]:
     """(GB/s one direction over the GPU's active NVLinks, active link count, NVLink generation). An unknown
     generation counts 25 GB/s per link (rules/confirm.toml [nvlink.per_link_gbs] default), never 0."""
     cfg = _cfg("nvlink")
-    active = [l for l in g.nvlinks if l.active]
+    active = [link for link in g.nvlinks if link.active]
     if not active:
         return 0.0, 0, None
     by_name = {k: v for k, v in cfg["per_link_gbs_by_name"].items() if k != "source"}
@@ -110,7 +110,11 @@ def link_class(ctx, c) -> tuple[str, float, float]:
     if any(r is None for r, _ in rates):
         raise NotAssessed("PCIe generation or width unknown for a GPU of the run")
     rate, g = min(rates, key=lambda x: x[0])
-    return f"PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max} ({rate:.1f} GB/s per direction)", rate, cfg["pcie_min_fraction"]
+    return (
+        f"PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max} ({rate:.1f} GB/s per direction)",
+        rate,
+        cfg["pcie_min_fraction"],
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -152,7 +156,10 @@ def run_failed(ctx):
                       "--timeout / --confirm-timeout tells them apart")
     remedy = None
     for run in c.runs[1:]:
-        ev.append(f"re-run with {run.name}: {run.status}" + (f" ({run.message})" if run.message and run.status != "ok" else ""))
+        ev.append(
+            f"re-run with {run.name}: {run.status}"
+            + (f" ({run.message})" if run.message and run.status != "ok" else "")
+        )
     if c.transport_verdict and len(c.runs) >= 3:
         verdict = c.transport_verdict  # recorded by the runner (gpudoctor.facts.confirmation.transport_verdict)
         ev.append(f"verdict: {TRANSPORT_SENTENCES[verdict]}")
@@ -215,18 +222,30 @@ def busbw_low(ctx):
     if (c.world_size or 0) < 2:
         raise NotApplicable("one rank: the all-reduce moves no data between GPUs")
     min_size = _cfg("allreduce")["judge_min_size_bytes"]
-    big = [a for a in c.allreduce if a.size_bytes >= min_size and a.busbw_gbs and a.correct is not False and not a.error]
+    big = [
+        a for a in c.allreduce if a.size_bytes >= min_size and a.busbw_gbs and a.correct is not False and not a.error
+    ]
     if not big:
         raise NotAssessed(f"no correct all-reduce of {fmt_size(min_size)} or more was timed")
     label, expected, fraction = link_class(ctx, c)
     best = max(big, key=lambda a: a.busbw_gbs)
     if best.busbw_gbs < fraction * expected:
-        yield ctx.finding([f"best busbw {best.busbw_gbs:.1f} GB/s (all-reduce {best.dtype} {fmt_size(best.size_bytes)}, "
-                           f"algbw {best.algbw_gbs:.1f} GB/s, {c.world_size} ranks)",
-                           f"link class {label}: expected at least {fraction:.0%} = {fraction * expected:.1f} GB/s"],
-                          subject=f"{c.world_size} GPUs",
-                          data={"busbw_gbs": best.busbw_gbs, "expected_gbs": expected, "fraction": fraction,
-                                "link": label, "size_bytes": best.size_bytes, "dtype": best.dtype})
+        yield ctx.finding(
+            [
+                f"best busbw {best.busbw_gbs:.1f} GB/s (all-reduce {best.dtype} {fmt_size(best.size_bytes)}, "
+                f"algbw {best.algbw_gbs:.1f} GB/s, {c.world_size} ranks)",
+                f"link class {label}: expected at least {fraction:.0%} = {fraction * expected:.1f} GB/s",
+            ],
+            subject=f"{c.world_size} GPUs",
+            data={
+                "busbw_gbs": best.busbw_gbs,
+                "expected_gbs": expected,
+                "fraction": fraction,
+                "link": label,
+                "size_bytes": best.size_bytes,
+                "dtype": best.dtype,
+            },
+        )
 
 
 @rule("CNF004", AREA, "warning", "Pinned host-device copy bandwidth below the PCIe link's",
@@ -254,13 +273,22 @@ def copy_low(ctx):
             continue
         low = min(cp.h2d_gbs.median, cp.d2h_gbs.median)
         if low < fraction * rate:
-            yield ctx.finding([f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: pinned H2D {cp.h2d_gbs.median:.1f} GB/s, "
-                               f"D2H {cp.d2h_gbs.median:.1f} GB/s ({fmt_size(cp.size_bytes)} copies)",
-                               f"NVML link PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max} = {rate:.1f} GB/s per direction; "
-                               f"expected at least {fraction:.0%} = {fraction * rate:.1f} GB/s"],
-                              subject=f"GPU {g.index}",
-                              data={"h2d_gbs": cp.h2d_gbs.median, "d2h_gbs": cp.d2h_gbs.median, "line_gbs": rate,
-                                    "fraction": fraction})
+            yield ctx.finding(
+                [
+                    f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: "
+                    f"pinned H2D {cp.h2d_gbs.median:.1f} GB/s, "
+                    f"D2H {cp.d2h_gbs.median:.1f} GB/s ({fmt_size(cp.size_bytes)} copies)",
+                    f"NVML link PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max} = {rate:.1f} GB/s per direction; "
+                    f"expected at least {fraction:.0%} = {fraction * rate:.1f} GB/s",
+                ],
+                subject=f"GPU {g.index}",
+                data={
+                    "h2d_gbs": cp.h2d_gbs.median,
+                    "d2h_gbs": cp.d2h_gbs.median,
+                    "line_gbs": rate,
+                    "fraction": fraction,
+                },
+            )
     if unknown and len(unknown) == len(c.copies):
         raise NotAssessed("PCIe link of " + ", ".join(unknown) + " unknown (NVML facts missing or unmatched)")
 

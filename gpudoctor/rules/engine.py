@@ -180,17 +180,41 @@ def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
         try:
             got = list(spec.func(ctx) or [])
         except NotAssessed as exc:
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_assessed",
-                                        reason=str(exc)))
+            outcomes.append(
+                RuleOutcome(
+                    rule_id=spec.id,
+                    area=spec.area,
+                    title=spec.title,
+                    check=spec.ok,
+                    status="not_assessed",
+                    reason=str(exc),
+                )
+            )
             continue
         except NotApplicable as exc:
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_applicable",
-                                        reason=str(exc)))
+            outcomes.append(
+                RuleOutcome(
+                    rule_id=spec.id,
+                    area=spec.area,
+                    title=spec.title,
+                    check=spec.ok,
+                    status="not_applicable",
+                    reason=str(exc),
+                )
+            )
             continue
         except Exception as exc:  # a rule bug is reported, never a traceback
             tb = traceback.extract_tb(exc.__traceback__)[-1]
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status="not_assessed",
-                                        reason=f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})"))
+            outcomes.append(
+                RuleOutcome(
+                    rule_id=spec.id,
+                    area=spec.area,
+                    title=spec.title,
+                    check=spec.ok,
+                    status="not_assessed",
+                    reason=f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})",
+                )
+            )
             continue
         if not got and ctx.partial:
             outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,

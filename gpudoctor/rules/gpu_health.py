@@ -12,12 +12,17 @@ FAULT_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity ==
 WARN_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "warning"}
 
 
-@rule("GPU001", "GPU health", "warning", "GPU temperature near its slowdown threshold",
-      ok='temperatures below slowdown thresholds',
-      why="Past its own slowdown threshold a GPU lowers its clocks; one hot GPU slows every DDP step, because "
-          "all ranks wait for the slowest. The threshold differs per model (NVML), so a fixed '85 °C' is wrong.",
-      fix="Check airflow, fan/chassis cooling and inlet temperature; reseat or service the GPU if it stays hot at idle.",
-      sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H18"])
+@rule(
+    "GPU001",
+    "GPU health",
+    "warning",
+    "GPU temperature near its slowdown threshold",
+    ok="temperatures below slowdown thresholds",
+    why="Past its own slowdown threshold a GPU lowers its clocks; one hot GPU slows every DDP step, because "
+    "all ranks wait for the slowest. The threshold differs per model (NVML), so a fixed '85 °C' is wrong.",
+    fix="Check airflow, fan/chassis cooling and inlet temperature; reseat or service the GPU if it stays hot at idle.",
+    sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H18"],
+)
 def temperature(ctx):
     """Compares each GPU's temperature with its NVML slowdown threshold (minus a margin)."""
     margin = data.threshold("gpu.temperature", "margin_c")
@@ -45,7 +50,10 @@ def clock_events(ctx):
         active = set(g.clock_event_reasons)
         hw = [FAULT_REASONS[r] for r in FAULT_REASONS if r in active]
         sw = [WARN_REASONS[r] for r in WARN_REASONS if r in active]
-        ev = [f"GPU {g.index}: clock event reasons 0x{g.clock_event_reasons_mask:x} = {', '.join(sorted(active)) or 'none'}"]
+        ev = [
+            f"GPU {g.index}: clock event reasons 0x{g.clock_event_reasons_mask:x} = "
+            f"{', '.join(sorted(active)) or 'none'}"
+        ]
         if hw:
             yield ctx.finding(ev + hw, subject=f"GPU {g.index}", data={"mask": g.clock_event_reasons_mask})
         elif sw:
@@ -53,12 +61,18 @@ def clock_events(ctx):
                               title="GPU at its software thermal limit", data={"mask": g.clock_event_reasons_mask})
 
 
-@rule("GPU003", "GPU health", "warning", "Power limit set below the default",
-      ok='power limits at default',
-      why="A power limit below the board default caps clocks under load (SW Power Cap) and makes this GPU the "
-          "slowest rank.",
-      fix="Restore the default limit: `sudo nvidia-smi -i <gpu> -pl <default W>` (or remove the site policy that lowers it).",
-      sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H19"])
+@rule(
+    "GPU003",
+    "GPU health",
+    "warning",
+    "Power limit set below the default",
+    ok="power limits at default",
+    why="A power limit below the board default caps clocks under load (SW Power Cap) and makes this GPU the "
+    "slowest rank.",
+    fix="Restore the default limit: `sudo nvidia-smi -i <gpu> -pl <default W>` "
+    "(or remove the site policy that lowers it).",
+    sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H19"],
+)
 def power_limit(ctx):
     """Compares the enforced power limit with the default power-management limit (W)."""
     frac = data.threshold("gpu.power_limit", "min_fraction_of_default")
@@ -80,25 +94,43 @@ def power_limit(ctx):
                "https://docs.nvidia.com/deploy/xid-errors/index.html", "checklist H20"])
 def ecc(ctx):
     """Reads volatile and aggregate uncorrected ECC counts per GPU (volatile > 0: error; aggregate only: warning)."""
-    for g in ctx.gpus_known("ecc_uncorrected_volatile", skip=lambda g: "ECC disabled" if g.ecc_mode_current is False else None):
+    for g in ctx.gpus_known(
+        "ecc_uncorrected_volatile", skip=lambda g: "ECC disabled" if g.ecc_mode_current is False else None
+    ):
         vol, agg = g.ecc_uncorrected_volatile, g.ecc_uncorrected_aggregate or 0  # aggregate: history, when known
         if vol > 0:
-            yield ctx.finding([f"GPU {g.index}: {vol} uncorrected ECC errors since the driver loaded (aggregate {agg})"],
-                              subject=f"GPU {g.index}", data={"volatile": vol, "aggregate": agg})
+            yield ctx.finding(
+                [f"GPU {g.index}: {vol} uncorrected ECC errors since the driver loaded (aggregate {agg})"],
+                subject=f"GPU {g.index}",
+                data={"volatile": vol, "aggregate": agg},
+            )
         elif agg > 0:
-            yield ctx.finding([f"GPU {g.index}: {agg} uncorrected ECC errors over the GPU's life, none since the driver loaded"],
-                              severity="warning", subject=f"GPU {g.index}",
-                              title="Uncorrected ECC errors in the GPU's history", data={"volatile": 0, "aggregate": agg},
-                              remedy="Watch the volatile counter; check the remapped rows (GPU005) and the kernel log for XID 48/63/64.")
+            yield ctx.finding(
+                [f"GPU {g.index}: {agg} uncorrected ECC errors over the GPU's life, none since the driver loaded"],
+                severity="warning",
+                subject=f"GPU {g.index}",
+                title="Uncorrected ECC errors in the GPU's history",
+                data={"volatile": 0, "aggregate": agg},
+                remedy="Watch the volatile counter; check the remapped rows (GPU005) "
+                "and the kernel log for XID 48/63/64.",
+            )
 
 
-@rule("GPU005", "GPU health", "error", "Row remapping failed or is pending",
-      ok='no row-remapping failure or pending remap',
-      why="On A100/H100-class GPUs, memory rows with errors are remapped at the next GPU reset. 'Pending' means a "
-          "reset is needed to apply it; 'failure' means no spare rows were left and the GPU needs service.",
-      fix="Pending: drain the node and reset the GPU (`nvidia-smi -r -i <gpu>`) or reboot. Failure: replace/RMA the GPU.",
-      sources=["https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",
-               "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html", "checklist H20"])
+@rule(
+    "GPU005",
+    "GPU health",
+    "error",
+    "Row remapping failed or is pending",
+    ok="no row-remapping failure or pending remap",
+    why="On A100/H100-class GPUs, memory rows with errors are remapped at the next GPU reset. 'Pending' means a "
+    "reset is needed to apply it; 'failure' means no spare rows were left and the GPU needs service.",
+    fix="Pending: drain the node and reset the GPU (`nvidia-smi -r -i <gpu>`) or reboot. Failure: replace/RMA the GPU.",
+    sources=[
+        "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",
+        "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html",
+        "checklist H20",
+    ],
+)
 def remapped_rows(ctx):
     """Reads NVML remapped rows: failure is an error, pending a warning."""
     for g in ctx.gpus_known("remapped_rows_pending"):
@@ -112,14 +144,22 @@ def remapped_rows(ctx):
                               data={"pending": True})
 
 
-@rule("GPU006", "GPU health", "error", "GPU compute mode blocks multi-process use",
-      ok='compute mode allows multi-process use',
-      why="'Prohibited' allows no CUDA context at all. 'Exclusive_Process' allows one process per GPU: DDP itself "
-          "runs, but any second process touching the GPU (a stray torch.load, a profiler, a DataLoader worker "
-          "that initialises CUDA, torch.compile workers) fails with 'all CUDA-capable devices are busy or unavailable'.",
-      fix="sudo nvidia-smi -i <gpu> -c DEFAULT",
-      sources=["https://docs.nvidia.com/deploy/nvidia-smi/index.html",
-               "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes", "checklist H20"])
+@rule(
+    "GPU006",
+    "GPU health",
+    "error",
+    "GPU compute mode blocks multi-process use",
+    ok="compute mode allows multi-process use",
+    why="'Prohibited' allows no CUDA context at all. 'Exclusive_Process' allows one process per GPU: DDP itself "
+    "runs, but any second process touching the GPU (a stray torch.load, a profiler, a DataLoader worker "
+    "that initialises CUDA, torch.compile workers) fails with 'all CUDA-capable devices are busy or unavailable'.",
+    fix="sudo nvidia-smi -i <gpu> -c DEFAULT",
+    sources=[
+        "https://docs.nvidia.com/deploy/nvidia-smi/index.html",
+        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes",
+        "checklist H20",
+    ],
+)
 def compute_mode(ctx):
     """Flags compute mode Prohibited (error) and Exclusive_Process / Exclusive_Thread (warning)."""
     for g in ctx.gpus_known("compute_mode"):
@@ -143,11 +183,18 @@ def mig(ctx):
     """Flags GPUs whose current (or pending) MIG mode is enabled."""
     for g in ctx.gpus_known("mig_mode_current"):
         if g.mig_mode_current:
-            yield ctx.finding([f"GPU {g.index}: MIG mode current=Enabled, pending={'Enabled' if g.mig_mode_pending else 'Disabled'}"],
-                              subject=f"GPU {g.index}", remedy=f"sudo nvidia-smi -i {g.index} -mig 0 && sudo nvidia-smi -i {g.index} -r")
+            yield ctx.finding(
+                [f"GPU {g.index}: MIG mode current=Enabled, pending={'Enabled' if g.mig_mode_pending else 'Disabled'}"],
+                subject=f"GPU {g.index}",
+                remedy=f"sudo nvidia-smi -i {g.index} -mig 0 && sudo nvidia-smi -i {g.index} -r",
+            )
         elif g.mig_mode_pending:
-            yield ctx.finding([f"GPU {g.index}: MIG mode pending=Enabled (takes effect at the next GPU reset)"],
-                              severity="info", subject=f"GPU {g.index}", title="MIG mode will be enabled at the next reset")
+            yield ctx.finding(
+                [f"GPU {g.index}: MIG mode pending=Enabled (takes effect at the next GPU reset)"],
+                severity="info",
+                subject=f"GPU {g.index}",
+                title="MIG mode will be enabled at the next reset",
+            )
 
 
 @rule("GPU008", "GPU health", "warning", "Other processes hold GPU memory",
@@ -164,7 +211,9 @@ def other_processes(ctx):
         lines = []
         for p in g.processes:
             mem = f"{p.used_memory_bytes / MIB:.0f} MiB" if p.used_memory_bytes is not None else "memory n/a"
-            lines.append(f"GPU {g.index}: pid {p.pid} ({p.name or 'name unknown: other PID namespace?'}), {p.kind}, {mem}")
+            lines.append(
+                f"GPU {g.index}: pid {p.pid} ({p.name or 'name unknown: other PID namespace?'}), {p.kind}, {mem}"
+            )
         yield ctx.finding(lines, subject=f"GPU {g.index}",
                           data={"processes": [p.model_dump() for p in g.processes]})
 

@@ -59,10 +59,14 @@ def ram_per_gpu(ctx):
     per_gpu = usable / GIB / n
     need = data.threshold("host.ram_per_gpu", "min_gib")
     if per_gpu < need:
-        yield ctx.finding([f"RAM {mem.total_bytes / GIB:.1f} GiB, cgroup limit "
-                           f"{(str(round(mem.cgroup_limit_bytes / GIB, 1)) + ' GiB') if mem.cgroup_limit_bytes else 'none'}",
-                           f"{n} GPU(s): {per_gpu:.1f} GiB per GPU < {need} GiB"],
-                          data={"gib_per_gpu": round(per_gpu, 2), "min_gib": need})
+        yield ctx.finding(
+            [
+                f"RAM {mem.total_bytes / GIB:.1f} GiB, cgroup limit "
+                f"{(str(round(mem.cgroup_limit_bytes / GIB, 1)) + ' GiB') if mem.cgroup_limit_bytes else 'none'}",
+                f"{n} GPU(s): {per_gpu:.1f} GiB per GPU < {need} GiB",
+            ],
+            data={"gib_per_gpu": round(per_gpu, 2), "min_gib": need},
+        )
 
 
 @rule("HST003", "Host", "warning", "/dev/shm too small",

@@ -157,9 +157,14 @@ def p2p_off_on_nvlink(ctx):
     groups = T.nvlink_components(topo, _multi_gpu(ctx, topo))
     joined = [g for g in groups if len(g) > 1]
     if joined:
-        yield ctx.finding([f"{', '.join(off)}: P2P transport disabled",
-                           f"nvidia-smi topo -m NVLink groups: {' | '.join(','.join(map(str, sorted(g))) for g in joined)}"],
-                          remedy=remedy, data={"settings": off, "nvlink_groups": [sorted(g) for g in joined]})
+        yield ctx.finding(
+            [
+                f"{', '.join(off)}: P2P transport disabled",
+                f"nvidia-smi topo -m NVLink groups: {' | '.join(','.join(map(str, sorted(g))) for g in joined)}",
+            ],
+            remedy=remedy,
+            data={"settings": off, "nvlink_groups": [sorted(g) for g in joined]},
+        )
 
 
 # ------------------------------------------------------------------ NCCL / launcher variable parsing

@@ -21,18 +21,28 @@ def link_width(ctx):
     """Compares the current PCIe link width with the maximum (NVML)."""
     for g in ctx.gpus_known("pcie_width_current", "pcie_width_max"):
         if g.pcie_width_current < g.pcie_width_max:
-            yield ctx.finding([f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: PCIe x{g.pcie_width_current}, max x{g.pcie_width_max}"],
-                              subject=f"GPU {g.index}",
-                              data={"width": g.pcie_width_current, "width_max": g.pcie_width_max})
+            yield ctx.finding(
+                [
+                    f"GPU {g.index}{f' ({g.pci_bus_id})' if g.pci_bus_id else ''}: "
+                    f"PCIe x{g.pcie_width_current}, max x{g.pcie_width_max}"
+                ],
+                subject=f"GPU {g.index}",
+                data={"width": g.pcie_width_current, "width_max": g.pcie_width_max},
+            )
 
 
-@rule("PCI002", "PCIe", "warning", "PCIe link generation below its maximum under load",
-      ok='PCIe links at full generation',
-      why="GPUs lower their PCIe generation when idle to save power, so an idle reading proves nothing. Below the "
-          "maximum while the GPU is busy, the link really trained lower (Gen3 instead of Gen5 = a quarter of the "
-          "bandwidth): BIOS forcing a generation, a riser or retimer, signal integrity.",
-      fix="Set the slot's PCIe speed to Auto/maximum in the BIOS, remove risers, reseat; re-check under load.",
-      sources=["https://forums.developer.nvidia.com/t/prevent-pcie-from-reducing-gen/72537", NVSMI_HELP, "checklist H8"])
+@rule(
+    "PCI002",
+    "PCIe",
+    "warning",
+    "PCIe link generation below its maximum under load",
+    ok="PCIe links at full generation",
+    why="GPUs lower their PCIe generation when idle to save power, so an idle reading proves nothing. Below the "
+    "maximum while the GPU is busy, the link really trained lower (Gen3 instead of Gen5 = a quarter of the "
+    "bandwidth): BIOS forcing a generation, a riser or retimer, signal integrity.",
+    fix="Set the slot's PCIe speed to Auto/maximum in the BIOS, remove risers, reseat; re-check under load.",
+    sources=["https://forums.developer.nvidia.com/t/prevent-pcie-from-reducing-gen/72537", NVSMI_HELP, "checklist H8"],
+)
 def link_generation(ctx):
     """Flags current PCIe generation < max only while the GPU is busy; idle readings are not judged."""
     idle_low = []
@@ -46,4 +56,6 @@ def link_generation(ctx):
         else:
             idle_low.append(f"GPU {g.index} Gen{g.pcie_gen_current}/{g.pcie_gen_max}")
     if idle_low:
-        raise NotAssessed("idle GPUs below max generation (normal power saving; judged under load): " + ", ".join(idle_low))
+        raise NotAssessed(
+            "idle GPUs below max generation (normal power saving; judged under load): " + ", ".join(idle_low)
+        )

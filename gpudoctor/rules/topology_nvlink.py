@@ -1,4 +1,5 @@
-"""Topology rules (family TOP), NVLink and GPU-to-GPU paths: TOP001 (no NVLink), TOP002 (cross-socket pairs), TOP006 (NVLink health), TOP007 (NVSwitch fabric), TOP013 (topo vs NVML).
+"""Topology rules (family TOP), NVLink and GPU-to-GPU paths: TOP001 (no NVLink), TOP002 (cross-socket pairs), TOP006
+(NVLink health), TOP007 (NVSwitch fabric), TOP013 (topo vs NVML).
 
 Shared helpers and source links: :mod:`gpudoctor.rules.topology`; tables: rules/topology.toml."""
 from __future__ import annotations

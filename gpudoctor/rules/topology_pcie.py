@@ -1,4 +1,5 @@
-"""Topology rules (family TOP), PCIe paths: TOP003 (hop below capability), TOP004 (ACS redirect), TOP005 (IOMMU translation).
+"""Topology rules (family TOP), PCIe paths: TOP003 (hop below capability), TOP004 (ACS redirect), TOP005 (IOMMU
+translation).
 
 Shared helpers and source links: :mod:`gpudoctor.rules.topology`; tables: rules/topology.toml."""
 from __future__ import annotations

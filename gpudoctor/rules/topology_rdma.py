@@ -1,4 +1,5 @@
-"""Topology rules (family TOP), RDMA and NICs: TOP008 (IB ports), TOP009 (NCCL_IB_DISABLE), TOP010 (NCCL_SOCKET_IFNAME), TOP011 (NIC locality), TOP012 (GPUDirect prerequisites).
+"""Topology rules (family TOP), RDMA and NICs: TOP008 (IB ports), TOP009 (NCCL_IB_DISABLE), TOP010
+(NCCL_SOCKET_IFNAME), TOP011 (NIC locality), TOP012 (GPUDirect prerequisites).
 
 Shared helpers and source links: :mod:`gpudoctor.rules.topology`; tables: rules/topology.toml."""
 from __future__ import annotations

@@ -43,9 +43,12 @@ def torch_missing(ctx):
         yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
                           remedy=f"{_index_hint(ctx)}  (into {t.interpreter}), or pass --python PATH")
     elif t.error:
-        yield ctx.finding([f"{t.interpreter}: import torch failed: {t.error}"], subject=t.interpreter,
-                          title="PyTorch is installed but cannot be imported",
-                          remedy="Reinstall torch in a clean virtual environment; the message above names the broken piece.")
+        yield ctx.finding(
+            [f"{t.interpreter}: import torch failed: {t.error}"],
+            subject=t.interpreter,
+            title="PyTorch is installed but cannot be imported",
+            remedy="Reinstall torch in a clean virtual environment; the message above names the broken piece.",
+        )
 
 
 @rule("TRC002", "PyTorch", "error", "CPU-only PyTorch build on a GPU host",
@@ -105,16 +108,24 @@ def runtime_vs_driver(ctx):
         up_to = None
     ev = [f"torch {t.version}: CUDA runtime {t.cuda}", *([up_to] if up_to else []), v.reason] + v.unverified
     if v.status == CAVEAT:
-        yield ctx.finding(ev, severity="info", title="PyTorch's CUDA runs under minor-version compatibility",
-                          remedy="Works as is. PTX built by the newer toolkit cannot be JIT-compiled (a GPU covered only "
-                                 "by PTX fails); upgrade the driver to the toolkit's own to lift the limits.",
-                          data=v.data, sources=list(ctx.spec.sources) + v.sources)
+        yield ctx.finding(
+            ev,
+            severity="info",
+            title="PyTorch's CUDA runs under minor-version compatibility",
+            remedy="Works as is. PTX built by the newer toolkit cannot be JIT-compiled (a GPU covered only "
+            "by PTX fails); upgrade the driver to the toolkit's own to lift the limits.",
+            data=v.data,
+            sources=list(ctx.spec.sources) + v.sources,
+        )
         return
     if t.cuda_error:
         ev.append(f"torch CUDA init: {clip(t.cuda_error, 300)}")
     need = v.data.get("mvc_floor") or v.data.get("needs")
-    yield ctx.finding(ev, data=v.data,
-                      remedy=f"Upgrade the driver (>= {need}) or install a torch wheel the driver runs: {_index_hint(ctx)}")
+    yield ctx.finding(
+        ev,
+        data=v.data,
+        remedy=f"Upgrade the driver (>= {need}) or install a torch wheel the driver runs: {_index_hint(ctx)}",
+    )
 
 
 def _under_mvc(ctx, t) -> bool:
@@ -149,8 +160,14 @@ def arch_list(ctx):
         local = t.version.split("+", 1)[1] if t.version and "+" in t.version else cuda_variant(t.cuda)
         row = wheel_arch(t.version, local)
         if row is None:
-            raise NotAssessed("torch reported an empty arch list (CUDA not initialised) and the build is not in the wheel table")
-        arch, source, status = list(row.arch_list), f"official {row.release} {row.variant} wheel, from gpudoctor's table", row.status
+            raise NotAssessed(
+                "torch reported an empty arch list (CUDA not initialised) and the build is not in the wheel table"
+            )
+        arch, source, status = (
+            list(row.arch_list),
+            f"official {row.release} {row.variant} wheel, from gpudoctor's table",
+            row.status,
+        )
     for g in ctx.gpus_with("compute_capability"):
         if cc_tuple(g.compute_capability) is None:
             continue

@@ -115,8 +115,27 @@ def torchrun_run(tmp_path_factory):
     for i, e in enumerate(envs):  # planted secrets, different on each node (test_cluster_report_never_shows_secrets)
         e.update({k: v.format(i) for k, v in PLANTED.items()})
     t0 = time.monotonic()
-    procs = torchrun_agents(tmp, envs, ["--cpu", "--json", "--save", str(tmp / "saved.json"), "--timeout", "40",
-                                        "--iters", "5", "--warmup", "1", "--probes", LIGHT, "--size-mib", "0.25"], free_port())
+    procs = torchrun_agents(
+        tmp,
+        envs,
+        [
+            "--cpu",
+            "--json",
+            "--save",
+            str(tmp / "saved.json"),
+            "--timeout",
+            "40",
+            "--iters",
+            "5",
+            "--warmup",
+            "1",
+            "--probes",
+            LIGHT,
+            "--size-mib",
+            "0.25",
+        ],
+        free_port(),
+    )
     codes = finish(procs, 90)
     outs = [(tmp / f"agent{i}.out").read_text() for i in range(3)]
     return {"codes": codes, "outs": outs, "tmp": tmp, "seconds": time.monotonic() - t0,

@@ -68,8 +68,15 @@ def test_driver_differs_names_the_odd_node():
     assert "driver 570.86.15 on 1 node: node1@gpu01" in f[0].evidence
 
 
-@pytest.mark.parametrize("field,value,what", [("version", "2.10.0+cu128", "torch"), ("nccl_version", "2.27.3", "NCCL"),
-                                              ("cudnn_version", 90100, "cuDNN"), ("cuda", "12.8", "torch CUDA runtime")])
+@pytest.mark.parametrize(
+    "field,value,what",
+    [
+        ("version", "2.10.0+cu128", "torch"),
+        ("nccl_version", "2.27.3", "NCCL"),
+        ("cudnn_version", 90100, "cuDNN"),
+        ("cuda", "12.8", "torch CUDA runtime"),
+    ],
+)
 def test_torch_stack_differs(field, value, what):
     nodes = [node(0), node(1), node(2, set_path(["torch", field], value))]
     f = by_rule(run(nodes)[0], "CLU002")
@@ -105,7 +112,10 @@ def test_pcie_width_degraded_on_one_node_but_idle_gen_drop_is_ignored():
 def test_ib_rates_used_when_topology_is_present():
     def fake(rates):
         ports = [SimpleNamespace(state="ACTIVE" if r else "DOWN", rate_gbps=r) for r in rates]
-        return SimpleNamespace(report=SimpleNamespace(snapshot=SimpleNamespace(topology=SimpleNamespace(ib_ports=ports))))
+        return SimpleNamespace(
+            report=SimpleNamespace(snapshot=SimpleNamespace(topology=SimpleNamespace(ib_ports=ports)))
+        )
+
     assert ib_signature(fake([400, 400])) == ("400 Gb/s", "400 Gb/s")
     assert ib_signature(fake([400, None])) == ("400 Gb/s", "down")
     assert ib_signature(fake([])) is None

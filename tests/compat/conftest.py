@@ -16,7 +16,9 @@ def case_text(case: str, name: str) -> str:
 def snapshot_from_texts(*texts: str, libpath: LibPathFacts | None = None, **overrides) -> Snapshot:
     """A snapshot whose torch / NVML facts come from pasted text (collect_env and/or error messages)."""
     torch, nv = facts_from_texts(texts)
-    snap = Snapshot(gpudoctor_version="test", created_at="2026-01-01T00:00:00+00:00", torch=torch, nvml=nv, libpath=libpath)
+    snap = Snapshot(
+        gpudoctor_version="test", created_at="2026-01-01T00:00:00+00:00", torch=torch, nvml=nv, libpath=libpath
+    )
     for k, v in overrides.items():
         setattr(snap, k, v)
     return snap

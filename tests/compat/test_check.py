@@ -58,10 +58,18 @@ def test_arch_unknown_falls_back_to_toolkit_range():
     assert C.arch_vs_cc([], "9.0", "12.4").status == C.UNKNOWN
 
 
-@pytest.mark.parametrize("driver,cc,expected", [
-    ("470.182.03", "9.0", C.FAIL), ("520.61.05", "9.0", C.PASS), ("535.274.02", "8.0", C.PASS),
-    ("560.35.03", "12.0", C.FAIL), ("570.26", "12.0", C.PASS), ("580.159.04", "9.0", C.PASS), ("410.78", "6.1", C.UNKNOWN),
-])
+@pytest.mark.parametrize(
+    "driver,cc,expected",
+    [
+        ("470.182.03", "9.0", C.FAIL),
+        ("520.61.05", "9.0", C.PASS),
+        ("535.274.02", "8.0", C.PASS),
+        ("560.35.03", "12.0", C.FAIL),
+        ("570.26", "12.0", C.PASS),
+        ("580.159.04", "9.0", C.PASS),
+        ("410.78", "6.1", C.UNKNOWN),
+    ],
+)
 def test_driver_vs_gpu(driver, cc, expected):
     assert C.driver_vs_gpu(driver, cc).status == expected
 

@@ -76,7 +76,7 @@ def test_bad_input_exits_2_with_one_line(args, msg):
 
 
 def test_bad_fleet_files(tmp_path):
-    for text, msg in [("[[node]]\nname='x'\ngpu='H100'\ncolor='red'\n", "unknown key"), ("x = 1\n", "no [[node]]"),
+    for text, _msg in [("[[node]]\nname='x'\ngpu='H100'\ncolor='red'\n", "unknown key"), ("x = 1\n", "no [[node]]"),
                       ("[[node]]\nname='x'\n", "needs a driver"), ("[[node]]\ngpu='Riva TNT'\n", "unknown GPU model"),
                       ("[[node\n", "not valid TOML")]:
         p = tmp_path / "fleet.toml"
@@ -107,8 +107,24 @@ def test_companion_pins_mismatch(tmp_path):
 @pytest.mark.slow
 def test_installed_torch_default_mode():
     # this machine's venv has a CPU-only torch: against any GPU target it must fail, naming the build
-    r = subprocess.run([sys.executable, "-m", "gpudoctor", "cuda-version-check", "--python", sys.executable,
-                        "--driver", "580.159.04", "--gpu", "H200"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpudoctor",
+            "cuda-version-check",
+            "--python",
+            sys.executable,
+            "--driver",
+            "580.159.04",
+            "--gpu",
+            "H200",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -57,5 +57,7 @@ def test_messages():
     assert m == {"nvcc_version": "10.1", "torch_cuda": "11.3"}
     m = parse_messages(case_text("024-vllm-docker-error-804-forward-compat-geforce", "error.txt"))
     assert m["cuda_error_code"] == 804 and "forward compatibility" in m["cuda_error"]
-    assert parse_messages("RuntimeError: operator torchvision::nms does not exist")["torchvision_error"].endswith("does not exist")
+    assert parse_messages("RuntimeError: operator torchvision::nms does not exist")["torchvision_error"].endswith(
+        "does not exist"
+    )
     assert parse_messages("nothing here") == {}

@@ -11,10 +11,17 @@ def w(tmp_path, name, text):
     return str(p)
 
 
-@pytest.mark.parametrize("text,version,variant", [
-    ("2.5.1+cu124", "2.5.1+cu124", "cu124"), ("2.5.1", "2.5.1", None), ("torch==2.11.0", "2.11.0", None),
-    ("2.11.0+cpu", "2.11.0+cpu", "cpu"), ("2.6.0+rocm6.2.4", "2.6.0+rocm6.2.4", "rocm6.2.4"), ("2.12.0rc3", "2.12.0rc3", None),
-])
+@pytest.mark.parametrize(
+    "text,version,variant",
+    [
+        ("2.5.1+cu124", "2.5.1+cu124", "cu124"),
+        ("2.5.1", "2.5.1", None),
+        ("torch==2.11.0", "2.11.0", None),
+        ("2.11.0+cpu", "2.11.0+cpu", "cpu"),
+        ("2.6.0+rocm6.2.4", "2.6.0+rocm6.2.4", "rocm6.2.4"),
+        ("2.12.0rc3", "2.12.0rc3", None),
+    ],
+)
 def test_parse_pin(text, version, variant):
     p = parse_pin(text)
     assert (p.version, p.variant) == (version, variant)

@@ -125,8 +125,11 @@ def test_cmp002_case_015_nvcc_10_1_vs_cu113():
 
 
 def test_cmp002_matching_nvcc_is_quiet_and_minor_mismatch_is_info():
-    assert run(snapshot_from_texts(A30), "CMP002")[0].status == "pass"                       # 12.8.93 vs 12.8
-    assert run(snapshot_from_texts((RAW / "001-torch1.1-src-8x1080ti-centos.txt").read_text()), "CMP002")[0].status == "pass"
+    assert run(snapshot_from_texts(A30), "CMP002")[0].status == "pass"  # 12.8.93 vs 12.8
+    assert (
+        run(snapshot_from_texts((RAW / "001-torch1.1-src-8x1080ti-centos.txt").read_text()), "CMP002")[0].status
+        == "pass"
+    )
     snap = h200()
     snap.torch.nvcc_version = "13.2"
     out, f = run(snap, "CMP002")
@@ -156,8 +159,12 @@ def test_cmp003_quiet_when_torch_loaded_its_own():
 
 def test_cmp003_other_soname_major_is_ignored():
     snap = t4_snapshot(8500)
-    snap.libpath.libraries[0] = SharedLibrary(kind="cudnn", path="/usr/local/cuda-10.2/targets/x86_64-linux/lib/libcudnn.so.7.6.5",
-                                              directory="/usr/local/cuda-10.2/targets/x86_64-linux/lib", version="7.6.5")
+    snap.libpath.libraries[0] = SharedLibrary(
+        kind="cudnn",
+        path="/usr/local/cuda-10.2/targets/x86_64-linux/lib/libcudnn.so.7.6.5",
+        directory="/usr/local/cuda-10.2/targets/x86_64-linux/lib",
+        version="7.6.5",
+    )
     assert run(snap, "CMP003")[0].status == "pass"
 
 
@@ -176,7 +183,12 @@ def test_libpath_scan_reads_versions_from_names_and_symlinks(tmp_path):
     (e / "libnccl.so").symlink_to(d / "libnccl.so.2.18.3")
     libs = scan_dirs([str(d), str(tmp_path / "missing"), str(e)])
     got = {(x.directory == str(d), x.kind, x.version) for x in libs}
-    assert got == {(True, "cudnn", "8.7.0"), (True, "nccl", "2.18.3"), (True, "cuda", "550.54.15"), (False, "nccl", "2.18.3")}
+    assert got == {
+        (True, "cudnn", "8.7.0"),
+        (True, "nccl", "2.18.3"),
+        (True, "cuda", "550.54.15"),
+        (False, "nccl", "2.18.3"),
+    }
 
 
 # ------------------------------------------------------------------ CMP004 driver vs GPU architecture

@@ -63,7 +63,9 @@ def test_every_torch_variant_has_a_toolkit_driver_row():
         for v in rel.variants + rel.unverified_variants:
             cuda = T.variant_cuda(v)
             assert cuda, v
-            assert T.toolkit_min_driver(cuda) is not None, f"torch {rel.release} {v}: CUDA {cuda} not in the driver table"
+            assert T.toolkit_min_driver(cuda) is not None, (
+                f"torch {rel.release} {v}: CUDA {cuda} not in the driver table"
+            )
         assert rel.pypi_default in rel.variants, rel.release
         assert set(rel.experimental) <= set(rel.variants)
         assert set(rel.cudnn) <= set(rel.variants) and set(rel.nccl) <= set(rel.variants)
@@ -114,7 +116,9 @@ def test_cc_rows_are_ordered_and_name_toolkits_in_the_table():
 
 
 def test_toolkit_drivers_grow_with_the_version_and_respect_the_mvc_floor():
-    rows = sorted((r for r in T.toolkits() if r.min_driver), key=lambda r: (T.minor_of(r.version), vtuple(r.min_driver)))
+    rows = sorted(
+        (r for r in T.toolkits() if r.min_driver), key=lambda r: (T.minor_of(r.version), vtuple(r.min_driver))
+    )
     for a, b in zip(rows, rows[1:], strict=False):
         assert vtuple(a.min_driver) <= vtuple(b.min_driver), (a.version, b.version)
     for r in rows:
