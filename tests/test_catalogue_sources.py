@@ -112,6 +112,16 @@ REAL = [
                "Too many open files (24)"),
     ("SIG104", "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cuda:1, different "
                "from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"),
+    ("SIG042", "[W1201 08:00:00.1 TCPStore.cpp:141] [c10d] sendBytes failed on SocketImpl(fd=53, "
+               "addr=[gpu-1]:40500, remote=[master-0]:29500): Broken pipe"),
+    ("SIG042", "torch.distributed.DistNetworkError: Failed to send, sent 0 bytes. Connection was likely closed. "
+               "Did the remote server shutdown or crash?"),
+    ("SIG015", "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+               "False. If you are running on a CPU-only machine, please use torch.load with map_location"),
+    ("SIG072", "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 1, 0) but found "
+               "runtime version (8, 9, 7). PyTorch already comes bundled with cuDNN."),
+    ("SIG002", "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update "
+               "your GPU driver by downloading and installing a new version from the URL"),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
