@@ -49,6 +49,8 @@ REAL = [
                "(Recv) localGid ::ffff:10.3.1.11 remoteGid ::ffff:10.3.1.12 hca mlx5_2"),           # v2.23-v2.27
     ("SIG034", W + "NET/IB: Got completion from peer 10.3.1.12<40921> with status=IBV_WC_RETRY_EXC_ERR(12) "
                "opcode=IBV_WC_SEND(0) reqSize=0 vendor_err=129 req_type=Send hca mlx5_0"),          # v2.28-v2.30
+    ("SIG034", "NET/IBP:Got completion from peer 7.6.13.83<36315> with status=12 opcode=32698 len=32696 vendor "
+               "err 129 (Send)"),                                                                   # nccl#1664
     ("SIG035", W + "NET/IB : Got async event : port error"),                                        # v2.4-v2.19
     ("SIG035", W + "NET/IB : mlx5_0:1 Got async event : port error"),                               # v2.20-v2.30
     ("SIG035", W + "Call to ibv_modify_qp failed with error Connection timed out"),                 # v2.4-v2.25
