@@ -109,6 +109,10 @@ REAL = [
                "Signals.SIGTERM"),
     ("SIG040", "[W socket.cpp:436] [c10d] The server socket has failed to listen on 0.0.0.0:29500 (errno: 98 - "
                "Address already in use)."),
+    ("SIG040", "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+               "address. The server socket has failed to bind to [::]:98 (errno: 13 - Permission denied)."),  # thread
+    ("SIG039", "[W socket.cpp:558] [c10d] The client socket has failed to connect to [neo2]:29500 (system error: "
+               "10049 - The requested address context is invalid.)."),                              # Windows
     ("SIG066", "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu."),
     ("SIG084", "RuntimeError: unable to open shared memory object </torch_30219_3346217489_0> in read-write mode: "
                "Too many open files (24)"),
