@@ -127,7 +127,7 @@ def test_npd_protocol_ok_nonok_unknown(tmp_path):
     assert (code, out) == (0, "gpudoctor: healthy\n")
     code, out = npd(_textfile(tmp_path, FAILING))
     assert code == 1
-    assert re.match(r"gpudoctor: SIG010 Two ranks on the same GPU .*\(\+1 more\)\n$", out)
+    assert re.match(r"gpudoctor: SIG010 Two ranks on the same GPU .*\(\+\d+ more\)\n$", out)
     assert len(out) <= json.loads((K8S / "gpudoctor-plugin.json").read_text())["pluginConfig"]["max_output_length"]
     assert npd(tmp_path / "missing.prom")[0] == 2
 
