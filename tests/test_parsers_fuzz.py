@@ -247,7 +247,7 @@ def test_every_parser_module_is_fuzzed():
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _, _ in MORE.values()}
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _ in HELPERS.values()}
     fuzzed |= {"detect", "signatures"}  # test_detect_and_signatures_never_raise
-    fuzzed |= {"offline", "offline_merge", "stream"}  # build_snapshot, its merging and reader: test_pipeline_never_raises
+    fuzzed |= {"offline", "offline_merge", "stream"}  # build_snapshot + merging + reader: test_pipeline_never_raises
     fuzzed |= {"smi_common"}  # constants and one-value helpers of the nvidia-smi parsers (fuzzed through them)
     fuzzed |= {"torch_messages"}        # lambdas above (facts_from_texts) are defined in this module
     assert modules - fuzzed == set(), f"parser modules without a fuzz test: {sorted(modules - fuzzed)}"
