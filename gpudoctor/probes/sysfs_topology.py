@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from gpudoctor.facts.model import (
     IbPort,
@@ -78,7 +79,7 @@ def _link_name(path: str) -> str | None:
         return None
 
 
-def acs_from_config(raw: bytes) -> tuple[str, dict[str, bool] | None, dict[str, bool] | None]:
+def acs_from_config(raw: bytes) -> tuple[Literal["enabled", "disabled", "absent", "needs_root"], dict[str, bool] | None, dict[str, bool] | None]:
     """ACS state from a PCI config-space dump (sysfs ``config``).
 
     Returns (state, cap flags, ctl flags): state "needs_root" when only the 64/256-byte
@@ -113,7 +114,7 @@ def read_pci_device(roots: Roots, bdf: str) -> PcieDevice:
     cls = read_text(os.path.join(d, "class")) or ""
     vendor = (read_text(os.path.join(d, "vendor")) or "").lower()
     code = cls.lower().replace("0x", "")
-    kind = "gpu" if vendor == "0x10de" and code.startswith("03") else "nic" if code.startswith("02") else \
+    kind: Literal["gpu", "nic", "bridge", "other"] = "gpu" if vendor == "0x10de" and code.startswith("03") else "nic" if code.startswith("02") else \
         "bridge" if code.startswith("0604") else "other"
     numa = read_int(os.path.join(d, "numa_node"))
     grp = _link_name(os.path.join(d, "iommu_group"))
@@ -217,7 +218,7 @@ def collect_iommu(roots: Roots, gpu_bdfs: Iterable[str]) -> IommuFacts:
         t = read_text(roots.s("bus", "pci", "devices", bdf, "iommu_group", "type"))
         if t:
             types[bdf] = t
-    mode: str | None
+    mode: Literal["translated", "passthrough", "off", "unknown"]
     if names is None:  # unreadable: the IOMMU may well be on
         return IommuFacts(enabled=None, mode="unknown", cmdline_flags=flags)
     if not groups:
