@@ -19,6 +19,7 @@ what breaks or slows GPU P2P).
 from __future__ import annotations
 
 import re
+from typing import Literal
 from dataclasses import dataclass, field
 
 from gpudoctor.facts.topology import GEN_SPEED_GTS, speed_to_gen
@@ -90,7 +91,7 @@ class PciDevice:
         return None if self.acs_ctl is None else bool(self.acs_ctl.get("SrcValid"))
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Literal["gpu", "nic", "bridge", "other"]:
         c = (self.class_name or "").lower()
         if self.is_bridge:
             return "bridge"
