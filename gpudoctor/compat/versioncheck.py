@@ -271,7 +271,8 @@ def check(subject: Subject, target: Target, strict: bool = False) -> Result:
         ar = next((v for v in verdicts if v.check == "arch"), None)
         if rt is not None and ar is not None and rt.status == C.CAVEAT and ar.status == C.CAVEAT:
             verdicts.append(C.Verdict("ptx-under-mvc", C.FAIL,
-                                      f"sm_{T.minor_req(target.cc)[0]}{T.minor_req(target.cc)[1]} needs JIT of CUDA {subject.cuda} "
+                                      f"sm_{T.minor_req(target.cc)[0]}{T.minor_req(target.cc)[1]} needs JIT of CUDA "
+                                      f"{subject.cuda} "
                                       f"PTX, which a driver older than the toolkit's cannot do under minor-version compatibility",
                                       sources=[T.cuda_url("MVC")]))
     fails = [v for v in verdicts if v.status == C.FAIL or (strict and v.status == C.UNKNOWN)]

@@ -89,7 +89,8 @@ def step_times(raw: dict, batch: int) -> StepTimes | None:
     parts = {k: stat(raw.get(k) or []) for k in ("step_s", "forward_s", "backward_s", "optimizer_s")}
     if any(v is None for v in parts.values()):
         return None
-    return StepTimes(batch=batch, window_step_s=raw.get("window_step_s"), **{k: v for k, v in parts.items() if v is not None})
+    return StepTimes(batch=batch, window_step_s=raw.get("window_step_s"),
+                     **{k: v for k, v in parts.items() if v is not None})
 
 
 def efficiency(tn: Stat, t1: Stat, n: int, global_batch: int, batch1: int) -> tuple[float, float, float]:

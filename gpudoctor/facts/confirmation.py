@@ -23,7 +23,8 @@ TRANSPORT_SENTENCES = {
 }
 
 
-def transport_verdict(p2p_disabled_ok: bool, shm_disabled_ok: bool) -> tuple[Literal["p2p", "shm", "either", "neither"], str]:
+def transport_verdict(p2p_disabled_ok: bool,
+                      shm_disabled_ok: bool) -> tuple[Literal["p2p", "shm", "either", "neither"], str]:
     """Which NCCL transport the two re-runs blame: (verdict, sentence) -- computed once, by the runner."""
     verdict: Literal["p2p", "shm", "either", "neither"]
     if p2p_disabled_ok != shm_disabled_ok:

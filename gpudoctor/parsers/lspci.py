@@ -19,8 +19,8 @@ what breaks or slows GPU P2P).
 from __future__ import annotations
 
 import re
-from typing import Literal
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gpudoctor.facts.topology import GEN_SPEED_GTS, speed_to_gen
 from gpudoctor.parsers.topo import ParseError, strip_ansi

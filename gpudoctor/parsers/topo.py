@@ -149,7 +149,8 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     if len(set(labels)) != len(labels):
         raise ParseError(f"line {hdr + 1}: a column label appears twice")
     n = len(labels)
-    kinds: dict[str, Literal["gpu", "nic"]] = {lab: ("gpu" if re.fullmatch(r"GPU\d+", lab) else "nic") for lab in labels}
+    kinds: dict[str, Literal["gpu", "nic"]] = {lab: ("gpu" if re.fullmatch(r"GPU\d+", lab) else "nic")
+                                               for lab in labels}
     first_nic = next((k for k, lab in enumerate(labels) if kinds[lab] == "nic"), n)
     if any(kinds[lab] == "gpu" for lab in labels[first_nic:]):
         raise ParseError(f"line {hdr + 1}: a GPU column after a NIC column")

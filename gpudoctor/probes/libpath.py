@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 from gpudoctor.facts.model import LibPathFacts, SharedLibrary
 

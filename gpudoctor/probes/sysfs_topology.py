@@ -79,7 +79,8 @@ def _link_name(path: str) -> str | None:
         return None
 
 
-def acs_from_config(raw: bytes) -> tuple[Literal["enabled", "disabled", "absent", "needs_root"], dict[str, bool] | None, dict[str, bool] | None]:
+def acs_from_config(raw: bytes) -> tuple[Literal["enabled", "disabled", "absent", "needs_root"],
+                                         dict[str, bool] | None, dict[str, bool] | None]:
     """ACS state from a PCI config-space dump (sysfs ``config``).
 
     Returns (state, cap flags, ctl flags): state "needs_root" when only the 64/256-byte
@@ -114,7 +115,8 @@ def read_pci_device(roots: Roots, bdf: str) -> PcieDevice:
     cls = read_text(os.path.join(d, "class")) or ""
     vendor = (read_text(os.path.join(d, "vendor")) or "").lower()
     code = cls.lower().replace("0x", "")
-    kind: Literal["gpu", "nic", "bridge", "other"] = "gpu" if vendor == "0x10de" and code.startswith("03") else "nic" if code.startswith("02") else \
+    kind: Literal["gpu", "nic", "bridge", "other"]
+    kind = "gpu" if vendor == "0x10de" and code.startswith("03") else "nic" if code.startswith("02") else \
         "bridge" if code.startswith("0604") else "other"
     numa = read_int(os.path.join(d, "numa_node"))
     grp = _link_name(os.path.join(d, "iommu_group"))

@@ -56,7 +56,8 @@ def nvcc_version(proc):
 
 
 def main():
-    out: dict[str, Any] = {"interpreter": sys.executable, "interpreter_version": platform.python_version(), "installed": False}
+    out: dict[str, Any] = {"interpreter": sys.executable, "interpreter_version": platform.python_version(),
+                           "installed": False}
     home = cuda_home()
     out["cuda_home"] = home
     nvcc = start_nvcc(home)
