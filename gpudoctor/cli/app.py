@@ -363,7 +363,8 @@ def cluster(
                  on_save_error=lambda: share_exit_code(store, launch, EXIT_USAGE, report.summary.nodes_reported, 0))
     sys.stdout.flush()
     alive = sum(len(n.ranks) for n in report.nodes if n.status == "reported")
-    raise typer.Exit(share_exit_code(store, launch, code, alive, 0))
+    shared = share_exit_code(store, launch, code, alive, 0)
+    raise typer.Exit(code if shared is None else shared)  # None: the store failed; rank 0's own verdict stands
 
 
 @app.command()

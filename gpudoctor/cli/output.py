@@ -6,6 +6,7 @@ import dataclasses
 import enum
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -48,14 +49,14 @@ class Format(str, enum.Enum):
     html = "html"
 
 
-def format_option() -> typer.models.OptionInfo:
+def format_option() -> Any:  # typer.Option's own return type: a parameter default of it type-checks
     """--format, shared by every report command (scan, check, cluster, smoke, bench, ...)."""
     return typer.Option(None, "--format", help="Output format: text (default), json (same as --json), junit, "
                         "github (workflow commands; Markdown summary to $GITHUB_STEP_SUMMARY), prometheus "
                         "(textfile collector), html (one self-contained page).")
 
 
-def output_option() -> typer.models.OptionInfo:
+def output_option() -> Any:  # as format_option
     """--output, shared by every report command."""
     return typer.Option(None, "--output", "-o", help="Write the report (in --format) to this file instead of "
                         "stdout, atomically (temporary file + rename: safe for node_exporter's textfile collector).")
@@ -173,7 +174,7 @@ def run_app(app) -> None:
     try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
         from typer._click import exceptions as cx
     except ImportError:  # pragma: no cover
-        from click import exceptions as cx
+        from click import exceptions as cx  # type: ignore[no-redef]  # the same module, under its pre-0.20 name
 
     from gpudoctor.cli.stdio import STDOUT_CLOSED, quiet_broken_pipe_exit, stdout_closed
 

@@ -141,7 +141,7 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
             note = "GPU runs skipped: two ranks share one GPU (more agents than GPUs on a host); measured over gloo"
         size = opts.size_bytes or default_size(not use_cuda)
         sched = schedule(len(leaders), opts.rounds) if (opts.confirm and len(members) > 1) else []
-        plan = {"members": members, "leaders": leaders,
+        plan: dict[str, Any] = {"members": members, "leaders": leaders,
                 "node_of": {str(r): joins[r].get("node_rank") for r in members},
                 "backend": "cpu:gloo,cuda:nccl" if use_cuda else "gloo", "device": "cuda" if use_cuda else "cpu",
                 "size_bytes": size, "iters": opts.iters, "warmup": opts.warmup, "confirm": opts.confirm,

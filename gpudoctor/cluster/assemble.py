@@ -117,7 +117,7 @@ def differing_findings(nodes: Sequence[NodeEntry]) -> tuple[list[DifferingFindin
     have = [n for n in nodes if n.report is not None]
     seen: dict[tuple, dict] = {}
     for n in have:
-        for f in n.report.findings:
+        for f in n.report.findings if n.report is not None else []:
             key = (f.rule_id, f.subject)
             ent = seen.setdefault(key, {"f": f, "nodes": {}})
             ent["nodes"].setdefault(n.label, []).extend(f.evidence)

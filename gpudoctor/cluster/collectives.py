@@ -57,7 +57,7 @@ def clock_offsets(dist, torch, me: int, leaders: list[int], samples: int) -> dic
         for peer in leaders:
             if peer == 0:
                 continue
-            best = None
+            best: tuple[float, float] | None = None
             for _ in range(samples):
                 t0 = _now()
                 p0 = time.perf_counter()
@@ -68,6 +68,7 @@ def clock_offsets(dist, torch, me: int, leaders: list[int], samples: int) -> dic
                 off = float(buf[0]) - (t0 + rtt / 2)
                 if best is None or rtt < best[1]:
                     best = (off, rtt)
+            assert best is not None, "samples must be >= 1"
             out[peer] = (best[0] * 1e3, best[1] / 2 * 1e3)
     elif me in leaders:
         for _ in range(samples):

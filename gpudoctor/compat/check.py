@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudoctor.compat import tables as T
-from gpudoctor.compat.versions import arch_covers, cc_tuple, vtuple
+from gpudoctor.compat.versions import arch_covers, cc_tuple, vtuple, vtuple_req
 
 PASS, CAVEAT, FAIL, UNKNOWN = "pass", "caveat", "fail", "unknown"
 
@@ -68,7 +68,7 @@ def runtime_vs_driver(cuda: str | None, driver: str | None = None,
     if d is None and dc is None:
         return Verdict(check, UNKNOWN, "driver version unknown")
     mvc_url, notes_url = T.cuda_url("MVC"), T.cuda_url("CTK134")
-    dtext = f"driver {driver}" if driver else f"a driver supporting CUDA {dc[0]}.{dc[1]}"
+    dtext = f"driver {driver}" if driver or dc is None else f"a driver supporting CUDA {dc[0]}.{dc[1]}"
     data = {"cuda": rts, "driver": driver, "driver_cuda": f"{dc[0]}.{dc[1]}" if dc else None}
     if dc is not None and rt <= dc:
         return Verdict(check, PASS, f"CUDA {rts} runtime: {dtext} supports CUDA up to {dc[0]}.{dc[1]}",
@@ -76,7 +76,7 @@ def runtime_vs_driver(cuda: str | None, driver: str | None = None,
     tk = T.toolkit_min_driver(rts)
     m = T.mvc(rt[0])
     unverified = _note(tk.status, f"CUDA {rts} driver row") if tk else []
-    if d is not None and tk is not None and d >= vtuple(tk.min_driver):
+    if d is not None and tk is not None and d >= vtuple_req(tk.min_driver):
         return Verdict(
             check,
             PASS,
@@ -89,13 +89,13 @@ def runtime_vs_driver(cuda: str | None, driver: str | None = None,
     mvc_ok = None
     if m is not None:
         if d is not None:
-            mvc_ok = d >= vtuple(m.min_driver)
-        elif dc[0] != rt[0]:
+            mvc_ok = d >= vtuple_req(m.min_driver)
+        elif dc is not None and dc[0] != rt[0]:
             mvc_ok = False          # the driver's CUDA major is older than the runtime's
-        else:
+        elif dc is not None:        # always: d or dc is set (checked above)
             dtk = T.toolkit_min_driver(f"{dc[0]}.{dc[1]}")
-            mvc_ok = True if dtk and vtuple(dtk.min_driver) >= vtuple(m.min_driver) else None
-    if mvc_ok:
+            mvc_ok = True if dtk and vtuple_req(dtk.min_driver) >= vtuple_req(m.min_driver) else None
+    if mvc_ok and m is not None:
         native = f" (natively it needs >= {tk.min_driver})" if tk else f" (CUDA {rts} has no driver row in the tables)"
         return Verdict(
             check,
@@ -146,7 +146,7 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
         row = T.cc_row(cc)
         rt = T.minor_of(torch_cuda)
         if row and rt:
-            if row.first and rt < T.minor_of(row.first):
+            if row.first and rt < T.minor_req(row.first):
                 return Verdict(
                     check,
                     FAIL,
@@ -156,7 +156,7 @@ def arch_vs_cc(arch_list: list[str], cc: str, torch_cuda: str | None = None,
                     unverified=_note(row.status, f"cc {cc} row"),
                     data={"cc": cc},
                 )
-            if row.last and rt > T.minor_of(row.last):
+            if row.last and rt > T.minor_req(row.last):
                 return Verdict(
                     check,
                     FAIL,
@@ -213,7 +213,7 @@ def driver_vs_gpu(driver: str | None, cc: str | None, gpu_name: str | None = Non
     unverified = ["derived: minimum driver = toolkit driver of the first CUDA release for the architecture"] + \
         _note(row.status, f"cc {cc} first-toolkit row")
     data = {"driver": driver, "cc": cc, "first_cuda": row.first, "needs": tk.min_driver}
-    if d >= vtuple(tk.min_driver):
+    if d >= vtuple_req(tk.min_driver):
         return Verdict(check, PASS, f"driver {driver} >= {tk.min_driver} for {row.arch} {what}",
                        sources=list(row.sources) + list(tk.sources), data=data)
     return Verdict(check, FAIL, f"driver {driver} predates {row.arch} {what}: the first CUDA for it is {row.first}, "
@@ -240,7 +240,7 @@ def companions(torch_version: str | None, torchvision: str | None = None,
         got = T.release_of(ver)
         ccu = T.variant_cuda(_local(ver))
         data = {"torch": torch_version, name: ver}
-        if tcu and ccu and T.minor_of(tcu)[0] != T.minor_of(ccu)[0]:
+        if tcu and ccu and T.minor_req(tcu)[0] != T.minor_req(ccu)[0]:
             out.append(
                 Verdict(
                     check,
@@ -256,8 +256,8 @@ def companions(torch_version: str | None, torchvision: str | None = None,
             out.append(Verdict(check, UNKNOWN, f"torch {torch_version} is not in gpudoctor's release table", data=data))
             continue
         stable = T.torchaudio_stable_abi_since()
-        if name == "torchaudio" and stable and got and T.minor_of(got) >= T.minor_of(stable):
-            ok = T.minor_of(rel.release) >= T.minor_of(got)
+        if name == "torchaudio" and stable and got and T.minor_req(got) >= T.minor_req(stable):
+            ok = T.minor_req(rel.release) >= T.minor_req(got)
             expect = f"torch >= {got}"
             srcs = [T.torch_url("AUDIO_211"), T.torch_url("AUDIO_2111")]
         else:

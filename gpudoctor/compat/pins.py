@@ -275,7 +275,7 @@ def pins_from_file(path: str) -> list[TorchPin]:
     torches = [(v, p, n) for name, v, p, n in state["found"] if name == "torch"]
     if not torches:
         raise PinError(f"{path}: no torch requirement found")
-    comps = {}
+    comps: dict[str, str] = {}
     for name, v, _, _ in state["found"]:
         if name in COMPANIONS:
             comps.setdefault(name, v)

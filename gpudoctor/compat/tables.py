@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudoctor.compat import data
-from gpudoctor.compat.versions import cc_tuple, vtuple
+from gpudoctor.compat.versions import cc_tuple, vtuple, vtuple_req
 
 FILES = ("compat_cuda", "compat_gpus", "compat_torch")
 
@@ -67,6 +67,14 @@ def minor_of(version: str | None) -> tuple[int, int] | None:
     return (t[0], t[1] if len(t) > 1 else 0)
 
 
+def minor_req(version: str | None) -> tuple[int, int]:
+    """minor_of of a value that must parse (table data, or a version already checked): ValueError otherwise."""
+    m = minor_of(version)
+    if m is None:
+        raise ValueError(f"not a version: {version!r}")
+    return m
+
+
 def toolkit_rows(cuda: str) -> list[ToolkitRow]:
     """Rows of the toolkit minor release ``cuda`` ("12.4" or "12.4.131")."""
     m = minor_of(cuda)
@@ -77,7 +85,7 @@ def toolkit_min_driver(cuda: str) -> ToolkitRow | None:
     """The row with the lowest Linux x86_64 driver of the minor release ``cuda`` (GA, usually);
     None when the release has no driver row (unknown, or 13.4+ where only a branch is named)."""
     rows = [r for r in toolkit_rows(cuda) if r.min_driver]
-    return min(rows, key=lambda r: vtuple(r.min_driver)) if rows else None
+    return min(rows, key=lambda r: vtuple_req(r.min_driver)) if rows else None
 
 
 def driver_max_cuda(driver: str) -> str | None:
@@ -89,10 +97,10 @@ def driver_max_cuda(driver: str) -> str | None:
     d = vtuple(driver)
     if not d:
         return None
-    best = None
+    best: tuple[int, int] | None = None
     for r in toolkits():
-        if r.min_driver and vtuple(r.min_driver) <= d:
-            m = minor_of(r.version)
+        if r.min_driver and vtuple_req(r.min_driver) <= d:
+            m = minor_req(r.version)
             if best is None or m > best:
                 best = m
     return f"{best[0]}.{best[1]}" if best else None
@@ -112,7 +120,7 @@ def driver_branches() -> dict[str, str]:
     rels += [str(r.get("min_driver")) for r in data.load("compat_cuda").get("mvc", []) if r.get("min_driver")]
     for rel in rels:
         b = rel.split(".", 1)[0]
-        if b not in out or vtuple(rel) < vtuple(out[b]):
+        if b not in out or vtuple_req(rel) < vtuple_req(out[b]):
             out[b] = rel
     return out
 
@@ -231,7 +239,7 @@ def gpu_models() -> list[dict]:
 def _cc_rows() -> dict[tuple[int, int], CcRow]:
     out = {}
     for r in data.load("compat_gpus").get("cc", []):
-        out[cc_tuple(r["cc"])] = CcRow(
+        out[minor_req(r["cc"])] = CcRow(
             cc=r["cc"],
             arch=r.get("arch", ""),
             first=r.get("first"),
@@ -244,7 +252,8 @@ def _cc_rows() -> dict[tuple[int, int], CcRow]:
 
 
 def cc_row(cc: str) -> CcRow | None:
-    return _cc_rows().get(cc_tuple(cc))
+    t = cc_tuple(cc)
+    return _cc_rows().get(t) if t is not None else None
 
 
 def known_ccs() -> list[str]:
@@ -329,7 +338,7 @@ class WheelArch:
 
 
 def _sm(cc: str) -> str:
-    t = cc_tuple(cc)
+    t = minor_req(cc)
     return f"{t[0]}{t[1]}"
 
 
@@ -366,15 +375,16 @@ def suggest_variant(driver: str | None = None, driver_cuda: str | None = None) -
 
     if not driver and not driver_cuda:
         return None
-    rels = sorted(_releases().values(), key=lambda r: minor_of(r.release), reverse=True)
+    rels = sorted(_releases().values(), key=lambda r: minor_req(r.release), reverse=True)
     for rel in rels:
-        native, viaminor = [], []
+        native: list[str] = []
+        viaminor: list[str] = []
         for v in rel.variants:
             if v in rel.experimental:
                 continue
             st = runtime_vs_driver(variant_cuda(v), driver, driver_cuda).status
             (native if st == PASS else viaminor if st == CAVEAT else []).append(v)
-        key = lambda v: minor_of(variant_cuda(v))  # noqa: E731
+        key = lambda v: minor_req(variant_cuda(v))  # noqa: E731
         if native:
             return rel.release, max(native, key=key), "native"
         if viaminor:

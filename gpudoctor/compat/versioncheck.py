@@ -288,7 +288,8 @@ def check(subject: Subject, target: Target, strict: bool = False) -> Result:
                 C.Verdict(
                     "ptx-under-mvc",
                     C.FAIL,
-                    f"sm_{cc_tuple(target.cc)[0]}{cc_tuple(target.cc)[1]} needs JIT of CUDA {subject.cuda} "
+                    f"sm_{T.minor_req(target.cc)[0]}{T.minor_req(target.cc)[1]} needs JIT of CUDA "
+                    f"{subject.cuda} "
                     f"PTX, which a driver older than the toolkit's cannot do under minor-version compatibility",
                     sources=[T.cuda_url("MVC")],
                 )

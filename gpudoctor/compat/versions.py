@@ -12,6 +12,15 @@ def vtuple(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in m.group(1).split(".")) if m else None
 
 
+def vtuple_req(text: str | None) -> tuple[int, ...]:
+    """vtuple of a value that must parse (the compat tables' own data, already-parsed versions):
+    raises ValueError instead of returning None (a broken data file; tests load every row)."""
+    t = vtuple(text)
+    if t is None:
+        raise ValueError(f"not a version: {text!r}")
+    return t
+
+
 def cc_tuple(cc: str | None) -> tuple[int, int] | None:
     t = vtuple(cc)
     return (t[0], t[1] if len(t) > 1 else 0) if t else None

@@ -89,7 +89,8 @@ def step_times(raw: dict, batch: int) -> StepTimes | None:
     parts = {k: stat(raw.get(k) or []) for k in ("step_s", "forward_s", "backward_s", "optimizer_s")}
     if any(v is None for v in parts.values()):
         return None
-    return StepTimes(batch=batch, window_step_s=raw.get("window_step_s"), **parts)
+    return StepTimes(batch=batch, window_step_s=raw.get("window_step_s"),
+                     **{k: v for k, v in parts.items() if v is not None})
 
 
 def efficiency(tn: Stat, t1: Stat, n: int, global_batch: int, batch1: int) -> tuple[float, float, float]:
@@ -117,7 +118,7 @@ def ddp_result(rank_results: dict[int, dict], world_size: int) -> DdpResult | No
     losses = [x for x in r0["ddp"].get("losses") or []]
     finite = all(isinstance(x, (int, float)) and x == x and abs(x) != float("inf") for x in losses)
     single = None
-    eff = (None, None, None)
+    eff: tuple[float | None, float | None, float | None] = (None, None, None)
     if r0.get("baseline"):
         single = step_times(r0["baseline"], r0["baseline"]["batch"])
         if single is not None:
@@ -209,8 +210,8 @@ def run_message(status: str, ranks: list[RankStatus], timeout_s: float, culprit_
                 f"the rendezvous on {where} did not complete within {timeout_s:.0f} s (ranks {_ranks(waiting)} waiting)"
             )
         labels: dict[str, list[int]] = {}
-        for r in ranks:
-            labels.setdefault(r.label or r.phase or "?", []).append(r.rank)
+        for rk in ranks:
+            labels.setdefault(rk.label or rk.phase or "?", []).append(rk.rank)
         if len(labels) == 1:
             label, rs = next(iter(labels.items()))
             return f"hung: {label} did not complete within {timeout_s:.0f} s (ranks {_ranks(rs)})"

@@ -10,6 +10,9 @@ parameters, the same count as ``BertForMaskedLM(BertConfig())``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -56,7 +59,7 @@ class BertMLM(nn.Module):
         return F.linear(h, self.word.weight, self.decoder_bias)
 
 
-def build(kind: str, config: dict, device) -> tuple[nn.Module, callable]:
+def build(kind: str, config: dict, device) -> tuple[nn.Module, Callable[..., Any]]:
     """Build the model and its loss function ``loss_fn(model, ids, labels) -> scalar``.
 
     ``kind``: 'builtin' / 'tiny' (this module's BertMLM with ``config``) or 'hf'

@@ -2,6 +2,8 @@
 runs (standard library + torch only; raw times in seconds)."""
 from __future__ import annotations
 
+from typing import Any, cast
+
 from gpudoctor.confirm.collectives import time_allreduce
 from gpudoctor.confirm.plan import (
     AUTO_BATCHES,
@@ -121,7 +123,7 @@ def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: Stat
 
     torch.manual_seed(1234 + rank)  # different init per rank: DDP must broadcast rank 0's parameters
     model, loss_fn = bert.build(cfg["model"], cfg["config"], device)
-    vocab = model.config.vocab_size if cfg["model"] == "hf" else cfg["config"]["vocab"]
+    vocab = cast(Any, model).config.vocab_size if cfg["model"] == "hf" else cfg["config"]["vocab"]
     params = sum(p.numel() for p in model.parameters())
     ddp = DDP(model, device_ids=[torch.cuda.current_device()] if cuda else None, gradient_as_bucket_view=True)
     opt, opt_name = _optimizer(torch, ddp.parameters(), cfg["lr"], cuda)

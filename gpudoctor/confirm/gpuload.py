@@ -64,7 +64,7 @@ class Nvml:
     def __init__(self) -> None:
         self.nv: Any = None
         try:
-            import pynvml  # type: ignore[import-untyped]
+            import pynvml
 
             pynvml.nvmlInit()
             self.nv = pynvml

@@ -101,7 +101,7 @@ def _device_info(torch, idx: int) -> dict:
     return info
 
 
-def task_copy(torch, dist, rank: int, n: int, cfg: dict, state: State, fault) -> dict:
+def task_copy(torch, dist, rank: int, n: int, cfg: dict, state: State, fault) -> dict | None:
     """Pinned host<->device copies, one GPU at a time (others wait at a barrier). Seconds per copy."""
     state.set("copy", f"pinned host<->device copies, {fmt_size(cfg['size_bytes'])} per GPU")
     _maybe_fault(fault, "copy", state)

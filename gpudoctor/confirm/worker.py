@@ -63,8 +63,9 @@ def rank_main(rank: int, spec: dict) -> None:
     os.dup2(fd, 2)
     os.close(fd)
     try:
-        sys.stdout.reconfigure(line_buffering=True)
-        sys.stderr.reconfigure(line_buffering=True)
+        # a TextIOWrapper here; TextIO has no reconfigure, the except covers other streams
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     except AttributeError:  # pragma: no cover
         pass
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),

@@ -2,7 +2,7 @@
 them): the transport verdict, the scaling-loss split, byte sizes as labels. Pure functions over facts."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from gpudoctor.facts.model import DdpResult
 from gpudoctor.facts.units import fmt_size  # noqa: F401 (re-exported for the rules and reports)
@@ -23,8 +23,10 @@ TRANSPORT_SENTENCES = {
 }
 
 
-def transport_verdict(p2p_disabled_ok: bool, shm_disabled_ok: bool) -> tuple[str, str]:
+def transport_verdict(p2p_disabled_ok: bool,
+                      shm_disabled_ok: bool) -> tuple[Literal["p2p", "shm", "either", "neither"], str]:
     """Which NCCL transport the two re-runs blame: (verdict, sentence) -- computed once, by the runner."""
+    verdict: Literal["p2p", "shm", "either", "neither"]
     if p2p_disabled_ok != shm_disabled_ok:
         verdict = "p2p" if p2p_disabled_ok else "shm"
     else:

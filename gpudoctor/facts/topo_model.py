@@ -27,7 +27,8 @@ class NvLink(_Model):
 
 
 #: the names of NvLink before schema 1.4 (one model since; kept so that older imports keep working)
-NvLinkState = NvLinkDetail = NvLink
+NvLinkState = NvLink
+NvLinkDetail = NvLink
 
 
 # --- topology and interconnect (issue 3) ---------------------------------------------------------

@@ -253,7 +253,8 @@ def nvlink_components(topo: TopologyFacts, n: int) -> list[set[int]]:
     for p in gpu_pairs(topo):
         if p.a < n and p.b < n and p.link_class == "NV":
             parent[find(p.a)] = find(p.b)
-    switch = sorted({x.gpu for x in topo.nvlinks if x.active and x.remote_type == "switch" and x.gpu < n})
+    switch = sorted({x.gpu for x in topo.nvlinks
+                     if x.active and x.remote_type == "switch" and x.gpu is not None and x.gpu < n})
     for g in switch[1:]:
         parent[find(g)] = find(switch[0])
     groups: dict[int, set[int]] = {}

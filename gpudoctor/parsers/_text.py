@@ -41,7 +41,7 @@ def na(value: str | None) -> bool:
 
 def to_int(value: str | None) -> int | None:
     """'16x' -> 16, '5' -> 5, '0x1F' -> 31, 'N/A' -> None; the first integer in the string."""
-    if na(value):
+    if value is None or na(value):
         return None
     v = value.strip()
     if re.match(r"^0x[0-9a-fA-F]+$", v):
@@ -52,7 +52,7 @@ def to_int(value: str | None) -> int | None:
 
 def to_float(value: str | None) -> float | None:
     """'700.00 W' -> 700.0; 'N/A' -> None."""
-    if na(value):
+    if value is None or na(value):
         return None
     m = re.search(r"-?\d+(?:\.\d+)?", value)
     return float(m.group()) if m else None
@@ -60,7 +60,7 @@ def to_float(value: str | None) -> float | None:
 
 def to_bool(value: str | None) -> bool | None:
     """Enabled/Disabled, Yes/No, On/Off, True/False, Active/Not Active -> bool; else None."""
-    if na(value):
+    if value is None or na(value):
         return None
     v = value.strip().lower()
     if v in ("enabled", "yes", "on", "true", "active", "1"):
@@ -76,7 +76,7 @@ def size_bytes(value: str | None, default_unit: str = "") -> int | None:
     ``default_unit`` ('K' for df 1K-blocks or ulimit kbytes) applies when the value has no unit.
     Returns None for N/A or unreadable values.
     """
-    if na(value):
+    if value is None or na(value):
         return None
     m = _SIZE.match(value.replace(",", ""))
     if not m:

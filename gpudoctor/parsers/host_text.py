@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from gpudoctor.facts.model import MemoryFacts
 from gpudoctor.parsers import ParseError
@@ -81,7 +82,7 @@ def shm_facts(rows: list[DfRow]) -> MemoryFacts | None:
 # ulimit -a: bash 'max locked memory       (kbytes, -l) 8192'; dash/busybox 'locked memory(kbytes) unlimited'
 _BASH = re.compile(r"^(.*?)\s*\(([^)]*?),?\s*-(\w)\)\s+(\S+)\s*$")
 _DASH = re.compile(r"^([a-z][a-z ()]*?)\s+(\S+)\s*$")
-Limit = int | str | None
+Limit = int | Literal["unlimited"] | None
 
 
 def _lim(v: str, kbytes: bool) -> Limit:

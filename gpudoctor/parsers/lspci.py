@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gpudoctor.facts.topology import GEN_SPEED_GTS, speed_to_gen
 from gpudoctor.parsers.topo import ParseError, strip_ansi
@@ -92,7 +93,7 @@ class PciDevice:
         return None if self.acs_ctl is None else bool(self.acs_ctl.get("SrcValid"))
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Literal["gpu", "nic", "bridge", "other"]:
         c = (self.class_name or "").lower()
         if self.is_bridge:
             return "bridge"

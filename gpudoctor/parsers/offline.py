@@ -124,7 +124,7 @@ def read_text(path: str) -> str:
 def _topo(text: str):
     """(result, note) from issue 3's topology parser when this build has it."""
     try:
-        from gpudoctor.parsers import topo  # type: ignore[attr-defined]
+        from gpudoctor.parsers import topo
     except ImportError:
         return None, "recognised as nvidia-smi topo -m; parser not available in this build"
     fn = getattr(topo, "parse_topo_matrix", None)

@@ -67,9 +67,9 @@ def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
     gpus = snap.nvml.gpus if snap.nvml is not None else []
     by_uuid = {g.uuid: g for g in gpus if g.uuid}
     by_bus = {}
-    for g in gpus:
-        if g.pci_bus_id:
-            by_bus[g.pci_bus_id.lower()[-12:]] = g  # 00000000:18:00.0 and 0000:18:00.0 compare equal
+    for gb in gpus:
+        if gb.pci_bus_id:
+            by_bus[gb.pci_bus_id.lower()[-12:]] = gb  # 00000000:18:00.0 and 0000:18:00.0 compare equal
     unmatched: dict[str, int] = {}
     attached = False
     for path, uuid, bus, proc in col.apps:

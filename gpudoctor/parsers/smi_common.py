@@ -26,7 +26,7 @@ WHOLE_MESSAGE = re.compile(r"\A(?:\s*[$#][^\n]*\n)?\s*(?:" + NO_DRIVER.pattern +
 
 
 def _compute_mode(v: str | None) -> str | None:
-    return None if na(v) else COMPUTE_MODES.get(v.strip().lower(), v.strip())
+    return None if v is None or na(v) else COMPUTE_MODES.get(v.strip().lower(), v.strip())
 
 
 def _pstate(v: str | None) -> int | None:

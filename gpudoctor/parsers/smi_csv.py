@@ -18,9 +18,9 @@ SOURCE_CSV = "nvidia-smi --query-gpu --format=csv"
 #: query field (nvidia-smi --help-query-gpu) -> (GpuFacts field, converter). Aliases cover renamed fields
 #: (clocks_throttle_reasons.* became clocks_event_reasons.* in driver 535).
 _CSV_FIELDS = {
-    "name": ("name", lambda v: None if na(v) else v.strip()),
-    "uuid": ("uuid", lambda v: None if na(v) else v.strip()),
-    "pci.bus_id": ("pci_bus_id", lambda v: None if na(v) else v.strip()),
+    "name": ("name", lambda v: None if v is None or na(v) else v.strip()),
+    "uuid": ("uuid", lambda v: None if v is None or na(v) else v.strip()),
+    "pci.bus_id": ("pci_bus_id", lambda v: None if v is None or na(v) else v.strip()),
     "memory.total": ("memory_total_bytes", lambda v: size_bytes(v, "M") if not na(v) else None),
     "memory.used": ("memory_used_bytes", lambda v: size_bytes(v, "M") if not na(v) else None),
     "temperature.gpu": ("temperature_c", to_int),

@@ -30,7 +30,7 @@ def _zstd_open(path: str) -> IO[bytes]:
     except ImportError:
         raise InputError(f"{path}: .zst input needs the zstandard module (pip install zstandard), "
                          "or decompress it first (zstd -d)") from None
-    return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))  # type: ignore[no-any-return]
+    return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
 
 
 OPENERS: dict[str, Callable[[str], Any]] = {  # each returns a binary file object

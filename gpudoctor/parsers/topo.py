@@ -21,6 +21,7 @@ Relation meanings: the Legend printed by nvidia-smi (see docs/topology.md).
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from gpudoctor.facts.model import TopoDeviceInfo, TopoMatrix
 from gpudoctor.facts.topology import RELATION_RANK, link_class, nvlink_count
@@ -43,7 +44,7 @@ _LEGEND_ENTRY = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
 
 
-def _norm(rel: str) -> str:
+def _norm(rel: str | None) -> str | None:
     return "SYS" if rel == "SOC" else rel
 
 
@@ -148,7 +149,8 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     if len(set(labels)) != len(labels):
         raise ParseError(f"line {hdr + 1}: a column label appears twice")
     n = len(labels)
-    kinds = {lab: ("gpu" if re.fullmatch(r"GPU\d+", lab) else "nic") for lab in labels}
+    kinds: dict[str, Literal["gpu", "nic"]] = {lab: ("gpu" if re.fullmatch(r"GPU\d+", lab) else "nic")
+                                               for lab in labels}
     first_nic = next((k for k, lab in enumerate(labels) if kinds[lab] == "nic"), n)
     if any(kinds[lab] == "gpu" for lab in labels[first_nic:]):
         raise ParseError(f"line {hdr + 1}: a GPU column after a NIC column")

@@ -1,6 +1,8 @@
 """TopologyFacts from pasted `nvidia-smi topo -m` and/or `lspci -vvv` text (for `gpudoctor check` on text dumps)."""
 from __future__ import annotations
 
+from typing import Literal
+
 from gpudoctor.facts.model import PcieDevice, TopologyFacts
 from gpudoctor.facts.topology import finish
 from gpudoctor.parsers.lspci import parse_lspci
@@ -19,7 +21,7 @@ def topology_from_text(topo_text: str | None = None, lspci_text: str | None = No
     if lspci_text is not None:
         facts.lspci_available = True
         for n, p in enumerate(parse_lspci(lspci_text)):
-            state = "unknown"
+            state: Literal["enabled", "disabled", "absent", "needs_root", "unknown"] = "unknown"
             if p.acs_ctl is not None:
                 state = "enabled" if p.acs_redirect else "disabled"
             elif p.caps_access_denied:

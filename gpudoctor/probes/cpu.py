@@ -63,10 +63,10 @@ def cgroup_cpu_quota(root: str = "/") -> float | None:
         if not os.path.isdir(base1):
             continue
         for d in list(_walk_up(base1, v1.get("cpu", "/"))) + [base1]:
-            q = read_text(os.path.join(d, "cpu.cfs_quota_us"))
-            p = read_text(os.path.join(d, "cpu.cfs_period_us"))
+            q1 = read_text(os.path.join(d, "cpu.cfs_quota_us"))
+            p1 = read_text(os.path.join(d, "cpu.cfs_period_us"))
             try:
-                quota, period = (int(q), int(p)) if q and p else (0, 0)
+                quota, period = (int(q1), int(p1)) if q1 and p1 else (0, 0)
             except ValueError:
                 continue
             if quota > 0 and period > 0:  # -1 = unlimited; a zero period is a broken file, not a limit
@@ -117,7 +117,7 @@ def probe_cpu(_opts=None) -> CpuFacts:
     if model is None:
         # py-cpuinfo is slow (~1.3 s): only asked when /proc/cpuinfo has no model name (e.g. some Arm hosts).
         try:
-            import cpuinfo  # type: ignore
+            import cpuinfo
 
             model = cpuinfo.get_cpu_info().get("brand_raw") or None
         except Exception:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 from gpudoctor.facts.model import LibPathFacts, SharedLibrary
 
-PATTERNS = {
+LibKind = Literal["cudnn", "nccl", "cuda"]  # SharedLibrary.kind
+PATTERNS: dict[LibKind, re.Pattern[str]] = {
     "cudnn": re.compile(r"^libcudnn\.so(?:\.(\d+(?:\.\d+)*))?$"),
     "nccl": re.compile(r"^libnccl\.so(?:\.(\d+(?:\.\d+)*))?$"),
     "cuda": re.compile(r"^libcuda\.so(?:\.(\d+(?:\.\d+)*))?$"),
@@ -20,7 +22,7 @@ PATTERNS = {
 MAX_ENTRIES = 20000  # per directory: a huge directory is not a library directory
 
 
-def _version_of(name: str, kind: str) -> str | None:
+def _version_of(name: str, kind: LibKind) -> str | None:
     m = PATTERNS[kind].match(name)
     return m.group(1) if m else None
 
@@ -42,7 +44,7 @@ def scan_dirs(dirs: Iterable[str], listdir: Callable[[str], list] = os.listdir,
             continue
         if len(names) > MAX_ENTRIES:
             continue
-        best: dict[str, tuple[int, str, str | None]] = {}
+        best: dict[LibKind, tuple[int, str, str | None]] = {}
         for name in names:
             for kind, pat in PATTERNS.items():
                 m = pat.match(name)
@@ -58,7 +60,7 @@ def scan_dirs(dirs: Iterable[str], listdir: Callable[[str], list] = os.listdir,
                 rank = version.count(".") + 1 if version else 0
                 if kind not in best or rank > best[kind][0]:
                     best[kind] = (rank, path, version)
-        for kind in ("cudnn", "nccl", "cuda"):
+        for kind in PATTERNS:  # cudnn, nccl, cuda
             if kind in best:
                 _, path, version = best[kind]
                 out.append(SharedLibrary(kind=kind, path=path, directory=d, version=version))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import resource
+from typing import Literal
 
 import psutil
 
@@ -39,7 +40,7 @@ def cgroup_memory_limit(root: str = "/") -> int | None:
     return best
 
 
-def _limit(value: int) -> int | str:
+def _limit(value: int) -> int | Literal["unlimited"]:
     return "unlimited" if value == resource.RLIM_INFINITY else int(value)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpudoctor.facts.model import GpuFacts, NvmlFacts
 from gpudoctor.facts.protocol import check_gpu_key
-from gpudoctor.probes.runner import ProbeFailed
+from gpudoctor.probes.runner import ProbeErrorKind, ProbeFailed
 from gpudoctor.probes.subproc import CmdResult, run_cmd
 from gpudoctor.probes.sysfs import read_int, read_text
 
@@ -100,5 +100,5 @@ def probe_nvml(opts) -> NvmlFacts:
     where = f" during {last_step}" if last_step else ""
     if not facts.available and facts.error is None:
         facts.error = f"NVML worker did not finish: {res.describe_failure()}{where}"
-    kind = "timeout" if res.timed_out else "crash" if (res.returncode or 0) < 0 else "error"
+    kind: ProbeErrorKind = "timeout" if res.timed_out else "crash" if (res.returncode or 0) < 0 else "error"
     raise ProbeFailed(f"{res.describe_failure()}{where}; facts read before it are kept", kind=kind, partial=facts)

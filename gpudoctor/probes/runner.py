@@ -13,10 +13,12 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from gpudoctor import __version__
 from gpudoctor.facts.model import ProbeError, Snapshot
+
+ProbeErrorKind = Literal["error", "timeout", "crash", "missing", "interrupted"]  # ProbeError.kind
 
 
 class ScanInterrupted(Exception):
@@ -30,7 +32,8 @@ class ScanInterrupted(Exception):
 class ProbeFailed(Exception):
     """Raised by a probe to report a failure with a clean one-line message."""
 
-    def __init__(self, message: str, kind: str = "error", partial: Any = None):
+    def __init__(self, message: str, kind: ProbeErrorKind = "error",
+                 partial: Any = None):
         super().__init__(message)
         self.kind = kind
         self.partial = partial

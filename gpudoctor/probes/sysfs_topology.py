@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from gpudoctor.facts.model import (
     IbPort,
@@ -70,7 +71,8 @@ def _link_name(path: str) -> str | None:
         return None
 
 
-def acs_from_config(raw: bytes) -> tuple[str, dict[str, bool] | None, dict[str, bool] | None]:
+def acs_from_config(raw: bytes) -> tuple[Literal["enabled", "disabled", "absent", "needs_root"],
+                                         dict[str, bool] | None, dict[str, bool] | None]:
     """ACS state from a PCI config-space dump (sysfs ``config``).
 
     Returns (state, cap flags, ctl flags): state "needs_root" when only the 64/256-byte
@@ -105,6 +107,7 @@ def read_pci_device(roots: Roots, bdf: str) -> PcieDevice:
     cls = read_text(os.path.join(d, "class")) or ""
     vendor = (read_text(os.path.join(d, "vendor")) or "").lower()
     code = cls.lower().replace("0x", "")
+    kind: Literal["gpu", "nic", "bridge", "other"]
     kind = "gpu" if vendor == "0x10de" and code.startswith("03") else "nic" if code.startswith("02") else \
         "bridge" if code.startswith("0604") else "other"
     numa = read_int(os.path.join(d, "numa_node"))
@@ -214,7 +217,7 @@ def collect_iommu(roots: Roots, gpu_bdfs: Iterable[str]) -> IommuFacts:
         t = read_text(roots.s("bus", "pci", "devices", bdf, "iommu_group", "type"))
         if t:
             types[bdf] = t
-    mode: str | None
+    mode: Literal["translated", "passthrough", "off", "unknown"]
     if names is None:  # unreadable: the IOMMU may well be on
         return IommuFacts(enabled=None, mode="unknown", cmdline_flags=flags)
     if not groups:

@@ -23,6 +23,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, Literal
 
 from gpudoctor.facts.model import (
     FabricInfo,
@@ -59,12 +60,13 @@ from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
 )
 
 WORKER = Path(__file__).with_name("nvml_worker.py")
+FabricState = Literal["not_supported", "not_started", "in_progress", "completed", "unknown"]  # FabricInfo.state
 # nvml.h nvmlGpuTopologyLevel_t -> the relation names of `nvidia-smi topo -m`
-TOPO_LEVEL = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+TOPO_LEVEL: dict[Any, str] = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # nvml.h nvmlGpuP2PStatus_t -> nvidia-smi topo -p2p legend
-P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
-FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-FABRIC_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
+P2P_STATUS: dict[Any, str] = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DISABLED", 5: "NS", 6: "U"}
+FABRIC_STATE: dict[Any, FabricState] = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+FABRIC_SUMMARY: dict[Any, str] = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
 
 
 # ---------------------------------------------------------------------------------- NVML worker streams
@@ -75,12 +77,15 @@ def assemble_topology(lines: Iterable[str]) -> tuple[dict[int, str], list[NvmlPa
     pairs: dict[tuple[int, int], NvmlPair] = {}
     links: dict[tuple[int, int], dict] = {}
     fail = None
+    k: Any  # keys / values of the worker's JSON messages
+    v: Any
     for m in worker_messages(lines):
         t = m.get("t")
         if t == "fail":
             fail = m.get("error")
-        elif t == "gpu" and m.get("k") == "pci_bus_id" and isinstance(m.get("i"), int):
-            bus[m["i"]] = m.get("v")
+        elif t == "gpu" and m.get("k") == "pci_bus_id" and isinstance(m.get("i"), int) \
+                and isinstance(m.get("v"), str):
+            bus[m["i"]] = m["v"]
         elif t in ("pair", "pair_err") and isinstance(m.get("a"), int) and isinstance(m.get("b"), int):
             p = pairs.setdefault((m["a"], m["b"]), NvmlPair(a=m["a"], b=m["b"]))
             k, v = str(m.get("k")), m.get("v")
@@ -115,7 +120,7 @@ def assemble_fabric(lines: Iterable[str]) -> tuple[list[FabricInfo], dict[int, s
             errs[m["i"]] = str(m.get("v"))
     out = []
     for i, d in sorted(per.items()):
-        state = FABRIC_STATE.get(d.get("state"), "unknown")
+        state: FabricState = FABRIC_STATE.get(d.get("state"), "unknown")
         status = d.get("status")
         out.append(
             FabricInfo(

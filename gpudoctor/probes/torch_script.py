@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import warnings
+from typing import Any
 
 MARK = "GPUDOCTOR_TORCH_JSON "
 
@@ -55,7 +56,8 @@ def nvcc_version(proc):
 
 
 def main():
-    out = {"interpreter": sys.executable, "interpreter_version": platform.python_version(), "installed": False}
+    out: dict[str, Any] = {"interpreter": sys.executable, "interpreter_version": platform.python_version(),
+                           "installed": False}
     home = cuda_home()
     out["cuda_home"] = home
     nvcc = start_nvcc(home)

@@ -33,8 +33,8 @@ def _ver(n: NodeEntry, what: str) -> str:
     t = s.torch
     if t is None or not t.installed:
         return "-"
-    return {"torch": t.version, "cuda": t.cuda or "cpu", "nccl": t.nccl_version, "cudnn": t.cudnn_version}.get(
-        what) or "-"
+    v = {"torch": t.version, "cuda": t.cuda or "cpu", "nccl": t.nccl_version, "cudnn": t.cudnn_version}.get(what)
+    return str(v) if v else "-"  # cudnn_version is an int
 
 
 def _clock(n: NodeEntry) -> str:

@@ -27,7 +27,7 @@ class Console(_RichConsole):
             kwargs["color_system"] = None
         super().__init__(*args, **kwargs)
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         if len(objects) == 1 and isinstance(objects[0], str) and objects[0].startswith(" ") and "end" not in kwargs:
             s = objects[0]
             n = len(s) - len(s.lstrip(" "))

@@ -6,6 +6,10 @@ never writes to stdout, so `--json` output stays clean.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 class RunProgress:
@@ -17,8 +21,8 @@ class RunProgress:
     def __init__(self, console=None, enabled: bool | None = None):
         self.console = console
         self.enabled = enabled
-        self.bar = None
-        self.tasks: dict[str, int] = {}
+        self.bar: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
 
     def __enter__(self) -> RunProgress:
         if self.enabled is None:

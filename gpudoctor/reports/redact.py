@@ -22,9 +22,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from gpudoctor.facts.env import REDACTED, is_secret
 
-M = TypeVar("M")
+M = TypeVar("M", bound=BaseModel)
 
 _SHAPED = re.compile(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}"

@@ -157,23 +157,23 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                           highlight=False)
     if verbose:
         render_facts(report, console)
-    s = report.summary
+    sm = report.summary
     console.print()
-    parts = [f"[bold red]{s.errors} error{'s' * (s.errors != 1)}[/]" if s.errors else "0 errors",
-             f"[yellow]{s.warnings} warning{'s' * (s.warnings != 1)}[/]" if s.warnings else "0 warnings",
-             f"{s.infos} info"]
+    parts = [f"[bold red]{sm.errors} error{'s' * (sm.errors != 1)}[/]" if sm.errors else "0 errors",
+             f"[yellow]{sm.warnings} warning{'s' * (sm.warnings != 1)}[/]" if sm.warnings else "0 warnings",
+             f"{sm.infos} info"]
     c = snap.confirmation
     ran = c is not None and bool(c.seconds) and c.status not in ("skipped", "not_applicable")
     if snap.inputs:
         took = f"{sum(i.status == 'read' for i in snap.inputs)} input file(s)"
-    elif ran and snap.duration_s == c.seconds:  # smoke / bench: the run is the whole job
+    elif ran and c is not None and snap.duration_s == c.seconds:  # smoke / bench: the run is the whole job
         took = f"runs {c.seconds:.1f} s"
-    elif ran:
+    elif ran and c is not None:
         took = f"probes {snap.duration_s or 0:.1f} s + confirmation runs {c.seconds:.1f} s"
     else:
         took = f"scan {snap.duration_s or 0:.1f} s"
-    console.print(f"Summary: {', '.join(parts)} · {s.passed} passed, {s.not_assessed} not assessed, "
-                  f"{s.not_applicable} not applicable · {s.probe_errors} probe error{'s' * (s.probe_errors != 1)} · "
+    console.print(f"Summary: {', '.join(parts)} · {sm.passed} passed, {sm.not_assessed} not assessed, "
+                  f"{sm.not_applicable} not applicable · {sm.probe_errors} probe error{'s' * (sm.probe_errors != 1)} · "
                   + took)
 
 

@@ -115,10 +115,10 @@ def render_topology(topo: TopologyFacts, console: Console, verbose: bool = False
     devs = {d.bdf: d for d in topo.pcie}
     if topo.paths:
         console.print("  [bold]PCIe paths[/] (device → root port; current [dim]/max when lower[/]):")
-        for p in topo.paths:
-            chain = " → ".join(_hop(devs.get(h), h) for h in p.hops)
-            root = f" → {escape(p.root_complex)}" if p.root_complex else ""
-            console.print(f"    {escape(p.label)}: {chain}{root}", highlight=False, soft_wrap=True)
+        for pp in topo.paths:
+            chain = " → ".join(_hop(devs.get(h), h) for h in pp.hops)
+            root = f" → {escape(pp.root_complex)}" if pp.root_complex else ""
+            console.print(f"    {escape(pp.label)}: {chain}{root}", highlight=False, soft_wrap=True)
     if topo.ib_ports:
         console.print(
             "  [bold]RDMA ports[/]: "

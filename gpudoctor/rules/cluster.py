@@ -96,7 +96,7 @@ def gpus_differ(ctx):
     if all(gpu_models(n) in (None, ()) for n in nodes):
         raise NotApplicable("no node has an NVIDIA GPU")
     out = []
-    f = differ(ctx, "GPU count", lambda n: None if gpu_models(n) is None else len(gpu_models(n)))
+    f = differ(ctx, "GPU count", lambda n: None if (m := gpu_models(n)) is None else len(m))
     if f:
         out.append(f)
     f = differ(ctx, "GPU models", lambda n: gpu_models(n) or None, show=lambda v: counted(v))
@@ -175,8 +175,9 @@ def nccl_env_differs(ctx):
         raise NotAssessed("environment facts missing on all but one node")
     out = []
     for var in sorted({k for e in envs.values() for k in e}):
-        f = differ(ctx, var, lambda n, var=var: (envs[n.label].get(var, "(unset)") if n.label in envs else None),
-                   subject=var)
+        def value(n: NodeEntry, var: str = var) -> str | None:
+            return envs[n.label].get(var, "(unset)") if n.label in envs else None
+        f = differ(ctx, var, value, subject=var)
         if f:
             out.append(f)
     return out

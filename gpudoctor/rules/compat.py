@@ -140,7 +140,7 @@ def libs_shadow(ctx):
             continue
         sysv, load, bund = vtuple(lib.version), vtuple(loaded[lib.kind]), vtuple(bundled[lib.kind])
         ref = load or bund
-        if ref is None or sysv[0] != ref[0]:
+        if ref is None or sysv is None or sysv[0] != ref[0]:
             continue        # another soname major: not the library torch looks for
         name = "cuDNN" if lib.kind == "cudnn" else "NCCL"
         data = {
@@ -150,7 +150,7 @@ def libs_shadow(ctx):
             "wheel": bundled[lib.kind],
         }
         ev = [f"LD_LIBRARY_PATH has {lib.path} ({name} {lib.version})"]
-        if load and sysv[:3] == load[:3] and bund and bund[:3] != sysv[:3]:
+        if load and sysv[:3] == load[:3] and bund and rel is not None and bund[:3] != sysv[:3]:
             yield ctx.finding(ev + [f"torch {t.version} loaded {name} {loaded[lib.kind]}: the system copy, not the "
                                     f"wheel's {bundled[lib.kind]} (table, {rel.status})"], subject=name, data=data)
         elif load is None:

@@ -109,7 +109,7 @@ def link_class(ctx, c) -> tuple[str, float, float]:
     rates = [(pcie_line_gbs(g.pcie_gen_max, g.pcie_width_max), g) for g in gpus]
     if any(r is None for r, _ in rates):
         raise NotAssessed("PCIe generation or width unknown for a GPU of the run")
-    rate, g = min(rates, key=lambda x: x[0])
+    rate, g = min(((r, g) for r, g in rates if r is not None), key=lambda x: x[0])  # all of them (checked above)
     return (
         f"PCIe Gen{g.pcie_gen_max} x{g.pcie_width_max} ({rate:.1f} GB/s per direction)",
         rate,

@@ -52,6 +52,7 @@ def no_nvlink(ctx):
     assumed = False
     if bw is None:
         bw, basis, assumed = T.pcie_gbs(16.0, 16), "PCIe Gen4 x16 (assumed: GPU link unknown)", True
+        assert bw is not None  # Gen4 x16 is in rules/topology.toml's PCIe table
     ms = T.allreduce_ms(ex["bytes"], n, bw)
     gtxt = " | ".join("GPU" + ",".join(str(i) for i in sorted(g)) for g in sorted(groups, key=min))
     ev = [f"{n} GPUs in {len(groups)} NVLink groups: {gtxt}" if any(len(g) > 1 for g in groups)
@@ -120,7 +121,7 @@ def nvlink_health(ctx):
     gpus = ctx.gpus()
     if len(gpus) < 2:
         raise NotApplicable("1 GPU: NVLink not used")
-    detail = {}
+    detail: dict[int | None, list] = {}
     for d in (topo.nvlinks if topo else []):
         detail.setdefault(d.gpu, []).append(d)
     any_links = bool(detail) or any(g.nvlinks for g in gpus)

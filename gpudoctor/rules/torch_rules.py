@@ -169,10 +169,10 @@ def arch_list(ctx):
             row.status,
         )
     for g in ctx.gpus_with("compute_capability"):
-        if cc_tuple(g.compute_capability) is None:
+        cc = cc_tuple(g.compute_capability)
+        if cc is None:
             continue
         v = arch_vs_cc(arch, g.compute_capability, t.cuda, arch_source=source, arch_status=status)
-        cc = cc_tuple(g.compute_capability)
         ev = [f"GPU {g.index} {g.name}: compute capability {g.compute_capability} (sm_{cc[0]}{cc[1]})",
               f"torch {t.version} arch list ({source}): {' '.join(arch)}", v.reason] + v.unverified
         if v.status == CAVEAT and _under_mvc(ctx, t):
