@@ -133,3 +133,12 @@ def test_scan_rereads_nvlink_counters_after_the_confirmation_runs(monkeypatch, t
     assert seen and seen[0] > 0
     top006 = [f for f in json.loads(out.read_text())["findings"] if f["rule_id"] == "TOP006"]
     assert [(f["severity"], f["subject"]) for f in top006] == [("info", "GPU 0"), ("warning", "GPU 1")]
+
+
+def test_compute_apps_csv_with_no_process_is_not_a_bad_input(tmp_path):
+    """nvidia-smi --query-compute-apps prints only its header when no compute process runs: a valid input (exit 0),
+    not 'nothing could be read' (exit 2)."""
+    f = tmp_path / "apps.txt"
+    f.write_text("pid, process_name, used_gpu_memory [MiB]\n")
+    code, out, err = run(f)
+    assert code == 0 and "nothing could be read" not in err

@@ -22,7 +22,7 @@ def run(*args: object) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, getattr(res, "stderr", "") or ""
 
 
-@pytest.mark.parametrize("folder", ["h200-1gpu-2026-11-29", "h200-2gpu-2026-11-29"])
+@pytest.mark.parametrize("folder", ["h200-1gpu-2026-11-29", "h200-2gpu-2026-11-29", "h200-merged-2026-12-01"])
 def test_the_readme_example_folders_check_clean(folder: str) -> None:
     code, out, err = run("--json", EX / folder)
     rep = json.loads(out)

@@ -155,7 +155,8 @@ def parse_compute_apps_csv(text: str) -> list[tuple[str | None, str | None, GpuP
 
     Returns (gpu_uuid, gpu_bus_id, process) per row; the GPU columns are None when not queried (the caller
     attaches such rows only when one GPU is known). MiB become bytes. Raises ParseError without a header line
-    naming ``pid`` or without a data row.
+    naming ``pid``. A header with no row is what nvidia-smi prints when no compute process runs: [] (the GPUs'
+    process lists stay unknown, since a paste cut after the header reads the same).
     """
     from gpudoctor.parsers.detect import APPS_HEADER
 
@@ -172,6 +173,4 @@ def parse_compute_apps_csv(text: str) -> list[tuple[str | None, str | None, GpuP
                           used_memory_bytes=None if na(mem) else size_bytes(mem, "M"))
         uuid, bus = row.get("gpu_uuid"), row.get("gpu_bus_id")
         out.append((None if na(uuid) else uuid, None if na(bus) else bus, proc))
-    if not out:
-        raise ParseError("a --query-compute-apps CSV header without a data row")
     return out
