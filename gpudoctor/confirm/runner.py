@@ -28,7 +28,6 @@ from typing import Any
 
 import psutil
 
-import gpudoctor
 from gpudoctor.confirm import analysis
 from gpudoctor.confirm.plan import RUN_ENV, make_spec, retry_spec
 from gpudoctor.facts.model import ConfirmationFacts, ConfirmationRun, RankStatus
@@ -67,14 +66,9 @@ class Launch:
 
 def _package_dir(rundir: Path) -> Path:
     """RUNDIR/pkg with a link (or, where links fail, a copy) to the gpudoctor package."""
-    src = Path(gpudoctor.__file__).resolve().parent
-    pkg = rundir / "pkg"
-    pkg.mkdir()
-    try:
-        (pkg / "gpudoctor").symlink_to(src, target_is_directory=True)
-    except OSError:
-        shutil.copytree(src, pkg / "gpudoctor", ignore=shutil.ignore_patterns("__pycache__"))
-    return pkg
+    from gpudoctor.confirm.selftest import package_path
+
+    return package_path(rundir)
 
 
 def _read_json(path: Path) -> dict | None:

@@ -179,29 +179,10 @@ def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
         ctx = Ctx(snap, spec)
         try:
             got = list(spec.func(ctx) or [])
-        except NotAssessed as exc:
-            outcomes.append(
-                RuleOutcome(
-                    rule_id=spec.id,
-                    area=spec.area,
-                    title=spec.title,
-                    check=spec.ok,
-                    status="not_assessed",
-                    reason=str(exc),
-                )
-            )
-            continue
-        except NotApplicable as exc:
-            outcomes.append(
-                RuleOutcome(
-                    rule_id=spec.id,
-                    area=spec.area,
-                    title=spec.title,
-                    check=spec.ok,
-                    status="not_applicable",
-                    reason=str(exc),
-                )
-            )
+        except (NotAssessed, NotApplicable) as exc:
+            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
+                                        status="not_assessed" if isinstance(exc, NotAssessed) else "not_applicable",
+                                        reason=str(exc)))
             continue
         except Exception as exc:  # a rule bug is reported, never a traceback
             tb = traceback.extract_tb(exc.__traceback__)[-1]
