@@ -394,3 +394,24 @@ def test_idle_context_is_info_busy_context_is_warning() -> None:
     assert f.severity == "info" and "pid 4242" in f.evidence[0]
     (f,) = outcome(evaluate(with_gpus(snap(), scaled(lines, "gemm", 0.5)), only=["PRF005"]), "PRF005")[1]
     assert f.severity == "warning"
+
+
+def test_burn_on_a_host_without_gpu_is_one_line_not_a_traceback() -> None:
+    """`gpudoctor burn` checks for a GPU (and torch) before starting the load: one line naming the cause, exit 2
+    (it used to start the load worker and quote its traceback, e.g. 'No module named torch')."""
+    import subprocess
+    import sys
+
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        pass
+    else:  # a GPU host: the burn would really run; this test is about hosts without one
+        pynvml.nvmlShutdown()
+        return
+    res = subprocess.run([sys.executable, "-m", "gpudoctor", "burn", "--minutes", "0.1"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2 and "no NVIDIA GPU to run on" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

@@ -76,9 +76,14 @@ def burn(
     """Burn-in: GEMM and memory load on every GPU for N minutes, watching throughput, clocks, reasons,
     temperature, power, ECC / row-remap / NVLink counters and XIDs. Ctrl-C keeps what was measured."""
     from gpudoctor.confirm.burn import run_burn
+    from gpudoctor.pipeline.errors import PipelineError
+    from gpudoctor.pipeline.perf import check_gpu_load_host
     from gpudoctor.rules import burn as judge
 
-    interp = _interpreter(python)
+    try:
+        interp = check_gpu_load_host(python)
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
     total = minutes * 60.0
     console = None
     bar: Any = None

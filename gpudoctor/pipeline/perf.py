@@ -36,8 +36,7 @@ def run_selftest_report(python: str | None, timeout_s: float, baseline: Any = No
     snap = do_scan(ProbeOptions(python=interp), [Probe("host", "host", probe_host),
                                                  Probe("nvml", "nvml", probe_nvml,
                                                        timeout_s=lambda o: o.nvml_timeout_s + 5)])
-    if not (snap.nvml and snap.nvml.available and snap.nvml.gpus):
-        raise PipelineError("no NVIDIA GPU to run on (NVML sees none)")
+    _require_gpu(snap.nvml)
     t0 = time.monotonic()
     st = run_selftest(interp, timeout_s=timeout_s)
     snap.confirmation = ConfirmationFacts(
@@ -60,3 +59,30 @@ def confirm_for_baseline(python: str | None, timeout_s: float) -> tuple[Any, str
     s = do_scan(ProbeOptions(python=python))
     conf = for_scan(s, timeout_s=timeout_s)
     return conf, (s.host.hostname if s.host else None)
+
+
+def _require_gpu(nvml: Any) -> None:
+    """Raise PipelineError unless NVML lists at least one GPU (``nvml``: NvmlFacts or None)."""
+    if not (nvml and nvml.available and nvml.gpus):
+        why = nvml.error if nvml is not None and nvml.error else "NVML sees none"
+        raise PipelineError(f"no NVIDIA GPU to run on ({why})")
+
+
+def check_gpu_load_host(python: str | None) -> str:
+    """Before a GPU load (`gpudoctor burn`): the interpreter to use, once NVML lists a GPU and that interpreter
+    imports torch. Raises PipelineError naming what is missing (and `--python`)."""
+    from gpudoctor.probes.nvml import probe_nvml
+    from gpudoctor.probes.runner import ProbeFailed, ProbeOptions
+    from gpudoctor.probes.subproc import run_cmd
+
+    interp = interpreter(python)
+    try:
+        nvml = probe_nvml(ProbeOptions(python=interp))
+    except ProbeFailed as exc:
+        nvml = exc.partial
+    _require_gpu(nvml)
+    res = run_cmd([interp, "-c", "import torch"], timeout=120)
+    if res.returncode != 0:
+        last = (res.stderr or "").strip().splitlines()[-1:] or ["import torch failed"]
+        raise PipelineError(f"{interp} cannot import torch ({last[0]}); give the training interpreter with --python")
+    return interp
