@@ -1,4 +1,4 @@
-"""The lint rules' registry and metadata (id, severity, the pitfall it checks, why, example, fix, sources).
+"""The lint rules' registry; their metadata (severity, the pitfall, why, example, fix, sources) is rules/lint_meta.toml.
 
 ``gpudoctor explain LNT001`` and docs/rules/lnt.md are generated from it (``python -m gpudoctor.lint.registry``
 rewrites the page). The checklist behind every rule is section L of the seed checklists (L1-L12).
@@ -9,6 +9,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from gpudoctor.compat import data
 from gpudoctor.lint.context import FileContext
 from gpudoctor.lint.model import Edit, Severity
 
@@ -46,27 +47,44 @@ class LintSpec:
 
 
 LINT_RULES: dict[str, LintSpec] = {}
+META = "lint_meta"  # rules/lint_meta.toml
 
 
-def lint_rule(id: str, severity: Severity, title: str, checklist: str, why: str, fix: str, bad: str, good: str,
-              doc_url: str) -> Callable[[Check], Check]:
-    """Register a lint check; its docstring is the 'what it checks' paragraph. ValueError on a duplicate id."""
+def meta() -> dict[str, dict[str, str]]:
+    """The lint rules' metadata rows of rules/lint_meta.toml, by rule id."""
+    return data.load(META)
+
+
+def lint_rule(id: str) -> Callable[[Check], Check]:
+    """Register a lint check as rule ``id``; its metadata is the row ``[id]`` of rules/lint_meta.toml and its
+    docstring the 'what it checks' paragraph. ValueError on a duplicate id or an id without a row, TypeError on
+    a row with a key :class:`LintSpec` does not have."""
+    row = meta().get(id)
+    if row is None:
+        raise ValueError(f"lint rule {id} has no row in rules/{META}.toml")
 
     def deco(func: Check) -> Check:
         if id in LINT_RULES:
             raise ValueError(f"duplicate lint rule id {id}")
-        LINT_RULES[id] = LintSpec(id=id, severity=severity, title=title, checklist=checklist,
-                                  what=" ".join((func.__doc__ or "").split()), why=why, fix=fix,
-                                  bad=bad.strip("\n"), good=good.strip("\n"), doc_url=doc_url, func=func)
+        fields = {**row, "bad": row["bad"].strip("\n"), "good": row["good"].strip("\n")}
+        LINT_RULES[id] = LintSpec(id=id, what=" ".join((func.__doc__ or "").split()), func=func, **fields)
         return func
 
     return deco
 
 
 def load() -> dict[str, LintSpec]:
-    """Every lint rule, registered (importing the rule modules registers them)."""
+    """Every lint rule, registered (importing the rule modules registers them) in the order of rules/lint_meta.toml;
+    ValueError when a row there has no check."""
     from gpudoctor.lint import rules_amp, rules_dist, rules_train  # noqa: F401
 
+    orphans = sorted(set(meta()) - set(LINT_RULES))
+    if orphans:
+        raise ValueError(f"rows of rules/{META}.toml with no @lint_rule check: {orphans}")
+    if list(LINT_RULES) != list(meta()):  # the data file's order: the docs page's, the SARIF rules' and the run's
+        ordered = [LINT_RULES[i] for i in meta()]
+        LINT_RULES.clear()
+        LINT_RULES.update((s.id, s) for s in ordered)
     return LINT_RULES
 
 

@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from gpudoctor.lint.context import FileContext, is_true, target_name
 from gpudoctor.lint.model import Edit
 from gpudoctor.lint.registry import Hit, lint_rule
-from gpudoctor.lint.rules_dist import PT
-from gpudoctor.lint.rules_train import AMP_EX
 
 AUTOCAST_OLD, SCALER_OLD = "torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler"
 AUTOCAST_PARAMS = ("enabled", "dtype", "cache_enabled")  # torch.cuda.amp.autocast's positional order
@@ -50,14 +48,7 @@ def _fix(ctx: FileContext, call: ast.Call, old: str) -> list[Edit]:
     return [Edit(call.lineno, call.col_offset, call.end_lineno, call.end_col_offset, text)]
 
 
-@lint_rule("LNT017", "warning", "deprecated torch.cuda.amp API", "L11",
-           why="torch.cuda.amp.autocast and torch.cuda.amp.GradScaler are deprecated (FutureWarning since "
-               "PyTorch 2.4) in favour of the device-generic torch.autocast / torch.amp.GradScaler.",
-           fix='torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda", ...) (PyTorch >= 2.3); '
-               "`gpudoctor lint --fix` rewrites the calls spelled torch.cuda.amp.X(...).",
-           bad="with torch.cuda.amp.autocast(dtype=torch.float16):\nscaler = torch.cuda.amp.GradScaler()",
-           good='with torch.autocast("cuda", dtype=torch.float16):\nscaler = torch.amp.GradScaler("cuda")',
-           doc_url=PT + "amp.html")
+@lint_rule("LNT017")
 def deprecated_amp(ctx: FileContext) -> Iterator[Hit]:
     """A call of ``torch.cuda.amp.autocast``, ``GradScaler``, ``custom_fwd`` or ``custom_bwd`` (any import
     spelling); the first two are fixable when spelled as an attribute of the torch module."""
@@ -71,13 +62,7 @@ def deprecated_amp(ctx: FileContext) -> Iterator[Hit]:
             yield call, f"{q} is deprecated; use torch.amp.{q.rsplit('.', 1)[1]}(device_type='cuda')", []
 
 
-@lint_rule("LNT018", "info", "GradScaler with bf16 autocast", "L11",
-           why="bfloat16 has float32's exponent range: gradients do not underflow and loss scaling is not needed; "
-               "the scaler only adds work (and inf checks) each step.",
-           fix="Drop the GradScaler with bf16 (or construct it with enabled=(dtype == torch.float16)).",
-           bad='with torch.autocast("cuda", dtype=torch.bfloat16): ...\nscaler = torch.amp.GradScaler("cuda")',
-           good='with torch.autocast("cuda", dtype=torch.bfloat16): ...\nloss.backward()',
-           doc_url=AMP_EX)
+@lint_rule("LNT018")
 def scaler_with_bf16(ctx: FileContext) -> Iterator[Hit]:
     """An autocast whose ``dtype`` is literally ``torch.bfloat16`` and no autocast with another dtype in the
     file, plus a GradScaler whose ``enabled`` is absent or literally True."""
@@ -106,14 +91,7 @@ def _scaled_backwards(scope: ast.AST) -> list[tuple[str, int]]:
     return out
 
 
-@lint_rule("LNT019", "warning", "gradients clipped while still scaled by the GradScaler", "L11",
-           why="After scaler.scale(loss).backward() the gradients are multiplied by the loss scale (65536 at "
-               "start): clip_grad_norm_ then compares scaled norms with the threshold and clips far too hard.",
-           fix="Call scaler.unscale_(optimizer) after backward and before clip_grad_norm_.",
-           bad="scaler.scale(loss).backward()\nclip_grad_norm_(model.parameters(), 1.0)\nscaler.step(optimizer)",
-           good="scaler.scale(loss).backward()\nscaler.unscale_(optimizer)\n"
-                "clip_grad_norm_(model.parameters(), 1.0)\nscaler.step(optimizer)",
-           doc_url=AMP_EX + "#gradient-clipping")
+@lint_rule("LNT019")
 def clip_scaled(ctx: FileContext) -> Iterator[Hit]:
     """``torch.nn.utils.clip_grad_norm_/clip_grad_value_`` after a ``scaler.scale(loss).backward()`` in the same
     function, with no ``scaler.unscale_(...)`` between them."""

@@ -19,13 +19,7 @@ LOADER = "torch.utils.data.DataLoader"
 PT = "https://pytorch.org/docs/stable/"
 
 
-@lint_rule("LNT001", "warning", "nn.DataParallel instead of DistributedDataParallel", "L1",
-           why="DataParallel is one process driving every GPU: the GIL, a scatter of inputs and a gather of outputs "
-               "on GPU 0 every step, and replicas rebuilt each forward. PyTorch recommends DDP even on one node.",
-           fix="Launch one process per GPU with torchrun and wrap the model in DistributedDataParallel.",
-           bad="model = nn.DataParallel(model)",
-           good="model = DDP(model.to(local_rank), device_ids=[local_rank])",
-           doc_url=PT + "generated/torch.nn.DataParallel.html")
+@lint_rule("LNT001")
 def dataparallel(ctx: FileContext) -> Iterator[Hit]:
     """A call of ``torch.nn.DataParallel`` (any import spelling or alias)."""
     for call in ctx.calls_to(DP):
@@ -49,16 +43,7 @@ def _sets_device(ctx: FileContext) -> bool:
                for n in ctx.nodes)
 
 
-@lint_rule("LNT002", "warning", "process group started without pinning the process to its GPU", "L2",
-           why="Without torch.cuda.set_device(local_rank) every process's current device is GPU 0: NCCL "
-               "communicators, barriers and any tensor created with device='cuda' land on GPU 0, which runs out "
-               "of memory or hangs.",
-           fix="Call torch.cuda.set_device(local_rank) (LOCAL_RANK from torchrun) before creating the model and "
-               "the process group, or pass device_id= to init_process_group.",
-           bad='dist.init_process_group("nccl")\nmodel = Net().cuda()',
-           good='local_rank = int(os.environ["LOCAL_RANK"])\ntorch.cuda.set_device(local_rank)\n'
-                'dist.init_process_group("nccl")',
-           doc_url=PT + "generated/torch.cuda.set_device.html")
+@lint_rule("LNT002")
 def no_set_device(ctx: FileContext) -> Iterator[Hit]:
     """``init_process_group`` with the NCCL backend (a literal, ``Backend.NCCL``, or none named) in a file that
     never pins a GPU: no ``set_device``, no ``device_id(s)=``, no device built from a rank, no DeepSpeed /
@@ -81,13 +66,7 @@ def _is_sampler(ctx: FileContext, node: ast.AST | None) -> bool:
     return name is not None and bool(ctx.assigned_from(name, SAMPLER))
 
 
-@lint_rule("LNT003", "error", "DataLoader with a DistributedSampler and shuffle=True", "L3",
-           why="The sampler already shuffles (per epoch, with set_epoch); DataLoader rejects sampler together "
-               "with shuffle=True with a ValueError at start-up.",
-           fix="Drop shuffle=True from the DataLoader; shuffle in the sampler (its default) instead.",
-           bad="DataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)",
-           good="DataLoader(ds, sampler=DistributedSampler(ds, shuffle=True))",
-           doc_url=PT + "data.html#torch.utils.data.distributed.DistributedSampler")
+@lint_rule("LNT003")
 def sampler_and_shuffle(ctx: FileContext) -> Iterator[Hit]:
     """A DataLoader given ``shuffle=True`` (keyword or 3rd positional) and a ``DistributedSampler`` (built in
     the call, or a name assigned from one)."""
@@ -117,13 +96,7 @@ def _iterated_here(ctx: FileContext, sampler: ast.Call) -> bool:
     return False
 
 
-@lint_rule("LNT004", "warning", "DistributedSampler without set_epoch", "L3",
-           why="DistributedSampler seeds its shuffle with seed + epoch; without sampler.set_epoch(epoch) at the "
-               "start of each epoch every epoch sees the same order.",
-           fix="Call sampler.set_epoch(epoch) (or loader.sampler.set_epoch(epoch)) before iterating each epoch.",
-           bad="sampler = DistributedSampler(ds)\nfor epoch in range(n):\n    for batch in loader: ...",
-           good="for epoch in range(n):\n    sampler.set_epoch(epoch)\n    for batch in loader: ...",
-           doc_url=PT + "data.html#torch.utils.data.distributed.DistributedSampler")
+@lint_rule("LNT004")
 def no_set_epoch(ctx: FileContext) -> Iterator[Hit]:
     """A shuffling ``DistributedSampler`` (``shuffle`` not given as False) in a file with no ``.set_epoch(...)``
     call on anything (``sampler.set_epoch``, ``loader.sampler.set_epoch``, a helper's)."""
@@ -137,13 +110,7 @@ def no_set_epoch(ctx: FileContext) -> Iterator[Hit]:
         return
 
 
-@lint_rule("LNT005", "warning", "torch.load without map_location in a distributed script", "L4",
-           why="torch.load restores tensors on the device they were saved from (usually cuda:0): every rank "
-               "loads the checkpoint onto GPU 0, which runs out of memory or puts the model on the wrong GPU.",
-           fix="Pass map_location: 'cpu', or the rank's own device (map_location=f'cuda:{local_rank}').",
-           bad='state = torch.load("ckpt.pt")',
-           good='state = torch.load("ckpt.pt", map_location="cpu")',
-           doc_url=PT + "generated/torch.load.html")
+@lint_rule("LNT005")
 def load_without_map_location(ctx: FileContext) -> Iterator[Hit]:
     """``torch.load`` with no ``map_location`` (keyword or 2nd positional) in a file that uses
     torch.distributed itself (process group, DDP or DistributedSampler); not when the branch beside it passes
@@ -160,14 +127,7 @@ def load_without_map_location(ctx: FileContext) -> Iterator[Hit]:
             yield call, "torch.load without map_location: every rank restores the tensors on the saving GPU", []
 
 
-@lint_rule("LNT006", "warning", "checkpoint saved by every rank", "L5",
-           why="Every rank writes the same file at once: N times the I/O, and torn or corrupt files on shared "
-               "storage.",
-           fix="Save on one rank: `if dist.get_rank() == 0: torch.save(...)` (then dist.barrier() before others "
-               "read it).",
-           bad="torch.save(model.module.state_dict(), path)",
-           good="if rank == 0:\n    torch.save(model.module.state_dict(), path)",
-           doc_url="https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints")
+@lint_rule("LNT006")
 def save_on_every_rank(ctx: FileContext) -> Iterator[Hit]:
     """``torch.save`` in a distributed file, not under a rank guard (``if rank == 0``, ``dist.get_rank() == 0``,
     ``self.gpu_id == 0``, ``is_main_process()``, ``local_rank in (-1, 0)``, an early return, a rank-only function
@@ -181,14 +141,7 @@ def save_on_every_rank(ctx: FileContext) -> Iterator[Hit]:
         yield call, "torch.save runs on every rank; guard it with `if rank == 0:`", []
 
 
-@lint_rule("LNT007", "warning", "state_dict of the DDP wrapper saved (keys prefixed 'module.')", "L5",
-           why="The wrapper's state_dict prefixes every key with 'module.': the checkpoint does not load into the "
-               "plain model (missing/unexpected keys) without renaming.",
-           fix="Save model.module.state_dict() (keep a reference to the unwrapped model).",
-           bad="model = DDP(model)\ntorch.save(model.state_dict(), path)",
-           good="torch.save(model.module.state_dict(), path)",
-           doc_url="https://pytorch.org/tutorials/beginner/saving_loading_models.html"
-                   "#saving-torch-nn-dataparallel-models")
+@lint_rule("LNT007")
 def wrapper_state_dict(ctx: FileContext) -> Iterator[Hit]:
     """``X.state_dict()`` inside a ``torch.save(...)`` where ``X`` (a name or ``self.attr``) is assigned from
     ``DistributedDataParallel(...)`` earlier in the file and never reassigned from anything else."""
@@ -220,14 +173,7 @@ def _launched_by_torchrun(ctx: FileContext) -> bool:
     return any(const_str(n) in ("LOCAL_RANK", "RANK", "WORLD_SIZE") for n in ctx.nodes)
 
 
-@lint_rule("LNT008", "error", "model auto-wrapped when device_count() > 1 in a torchrun script", "L7",
-           why="Under torchrun every process sees all GPUs: each of the N processes wraps the model across every "
-               "GPU, so N copies fight over the same devices (duplicated work, OOM, hangs).",
-           fix="Decide on the launch (WORLD_SIZE / dist.is_initialized()), not on torch.cuda.device_count(); "
-               "one process per GPU with DDP.",
-           bad="if torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model)",
-           good="if dist.is_initialized():\n    model = DDP(model, device_ids=[local_rank])",
-           doc_url=PT + "elastic/run.html")
+@lint_rule("LNT008")
 def autowrap_on_device_count(ctx: FileContext) -> Iterator[Hit]:
     """A DataParallel/DDP call inside an ``if`` whose test calls ``torch.cuda.device_count()``, in a file that
     starts a process group or reads LOCAL_RANK/RANK/WORLD_SIZE."""
@@ -243,14 +189,7 @@ def autowrap_on_device_count(ctx: FileContext) -> Iterator[Hit]:
                 break
 
 
-@lint_rule("LNT009", "info", "DDP with find_unused_parameters=True", "L8",
-           why="DDP then traverses the autograd graph after every forward to find unused parameters: extra work "
-               "each step, and it hides a model that does not use all its parameters.",
-           fix="Remove find_unused_parameters=True unless some parameters really get no gradient in some steps "
-               "(DDP's error message says so when they do).",
-           bad="DDP(model, device_ids=[local_rank], find_unused_parameters=True)",
-           good="DDP(model, device_ids=[local_rank])",
-           doc_url=PT + "generated/torch.nn.parallel.DistributedDataParallel.html")
+@lint_rule("LNT009")
 def find_unused(ctx: FileContext) -> Iterator[Hit]:
     """``DistributedDataParallel(..., find_unused_parameters=True)`` with a literal True."""
     for call in ctx.calls_to(DDP):
@@ -284,14 +223,7 @@ def _env_writes(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
 NCCL_DIAGNOSTIC = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}
 
 
-@lint_rule("LNT010", "warning", "NCCL variable forced inside the training script", "L12",
-           why="NCCL_ALGO/PROTO/IB_DISABLE/SOCKET_IFNAME... set in code override NCCL's tuner and the host's own "
-               "configuration on every machine the script runs on, invisibly to whoever runs it (see H12).",
-           fix="Remove it from the script; set NCCL variables in the launch environment of the host that needs "
-               "them (and let `gpudoctor scan` audit them).",
-           bad='os.environ["NCCL_IB_DISABLE"] = "1"',
-           good="# export NCCL_IB_DISABLE=1 in the job script of the one cluster that needs it",
-           doc_url=PT + "distributed.html#common-environment-variables")
+@lint_rule("LNT010")
 def nccl_env_in_script(ctx: FileContext) -> Iterator[Hit]:
     """An assignment of an ``NCCL_*`` / ``TORCH_NCCL_*`` variable to ``os.environ`` (item assignment,
     ``setdefault``, ``update``, ``os.putenv``), except the diagnostic NCCL_DEBUG* ones."""

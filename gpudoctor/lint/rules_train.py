@@ -11,9 +11,7 @@ from collections.abc import Iterator
 
 from gpudoctor.lint.context import FileContext, is_true, mentions_rank, target_name
 from gpudoctor.lint.registry import Hit, lint_rule
-from gpudoctor.lint.rules_dist import DDP, LOADER, PT
-
-AMP_EX = PT + "notes/amp_examples.html"
+from gpudoctor.lint.rules_dist import DDP, LOADER
 
 
 def _scope(ctx: FileContext, node: ast.AST) -> ast.AST:
@@ -91,13 +89,7 @@ def _divided(ctx: FileContext, bw: ast.Call) -> bool:
     return False
 
 
-@lint_rule("LNT011", "warning", "gradient accumulation without dividing the loss", "L6",
-           why="Gradients add up over the micro-steps: without loss / accumulation_steps the update is "
-               "accumulation_steps times too large (as if the learning rate were multiplied).",
-           fix="Divide the loss by the number of accumulation steps before backward().",
-           bad="loss.backward()\nif (i + 1) % accum == 0:\n    optimizer.step()",
-           good="(loss / accum).backward()\nif (i + 1) % accum == 0:\n    optimizer.step()",
-           doc_url=AMP_EX + "#gradient-accumulation")
+@lint_rule("LNT011")
 def undivided_accumulation(ctx: FileContext) -> Iterator[Hit]:
     """A ``backward()`` that accumulates (optimizer step under a ``%`` test it is not under, or an inner
     micro-step loop) on a loss never divided or multiplied in its function."""
@@ -106,15 +98,7 @@ def undivided_accumulation(ctx: FileContext) -> Iterator[Hit]:
             yield bw, "gradients accumulate over micro-steps but the loss is not divided by the step count", []
 
 
-@lint_rule("LNT012", "info", "gradient accumulation under DDP without no_sync()", "L6",
-           why="DDP all-reduces the gradients on every backward; on the micro-steps before the optimizer step "
-               "that communication is wasted.",
-           fix="Run the non-final micro-steps inside model.no_sync() (contextlib.nullcontext() on the last one).",
-           bad="for i, batch in enumerate(loader):\n    model(batch).sum().backward()\n"
-               "    if (i + 1) % accum == 0:\n        optimizer.step()",
-           good="ctx = model.no_sync() if (i + 1) % accum else contextlib.nullcontext()\nwith ctx:\n"
-                "    (model(batch).sum() / accum).backward()",
-           doc_url=PT + "generated/torch.nn.parallel.DistributedDataParallel.html")
+@lint_rule("LNT012")
 def accumulation_without_no_sync(ctx: FileContext) -> Iterator[Hit]:
     """Accumulation (as LNT011 finds it) in a file that wraps a model in DDP and never mentions ``no_sync``
     nor ``require_backward_grad_sync`` (in any form: direct, conditional, ExitStack)."""
@@ -185,13 +169,7 @@ def _decodes(ctx: FileContext, ds: ast.AST | None) -> bool:
             or any(kw.arg in ("transform", "transforms", "image_transform") for kw in ds.keywords))
 
 
-@lint_rule("LNT013", "info", "DataLoader loads in the training process (num_workers=0)", "L9",
-           why="With num_workers=0 decoding and augmentation run in the training loop, between GPU steps: the "
-               "GPU waits for data.",
-           fix="Set num_workers (e.g. a few per GPU, up to the CPU cores / GPUs) and persistent_workers=True.",
-           bad="DataLoader(ds, batch_size=64)",
-           good="DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)",
-           doc_url=PT + "data.html#single-and-multi-process-data-loading")
+@lint_rule("LNT013")
 def no_workers(ctx: FileContext) -> Iterator[Hit]:
     """A training DataLoader (in a CUDA file with a backward) without ``num_workers`` or with a literal 0,
     whose dataset shows per-sample work: a ``torchvision.datasets`` class or a dataset built with a
@@ -204,13 +182,7 @@ def no_workers(ctx: FileContext) -> Iterator[Hit]:
             yield call, "DataLoader without worker processes (num_workers=0): the GPU waits for data", []
 
 
-@lint_rule("LNT014", "info", "DataLoader with workers but without pin_memory", "L9",
-           why="Without pinned (page-locked) host memory the host-to-GPU copy is synchronous and slower, and "
-               "cannot overlap with compute (non_blocking=True has no effect).",
-           fix="Pass pin_memory=True (and .to(device, non_blocking=True) in the loop).",
-           bad="DataLoader(ds, batch_size=64, num_workers=8)",
-           good="DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True)",
-           doc_url=PT + "data.html#memory-pinning")
+@lint_rule("LNT014")
 def no_pin_memory(ctx: FileContext) -> Iterator[Hit]:
     """A DataLoader (in a CUDA/distributed file) given a non-zero ``num_workers`` but no ``pin_memory``."""
     for call in _loader_calls(ctx):
@@ -237,14 +209,7 @@ def _from_rank(ctx: FileContext, arg: ast.expr) -> bool:
     return False
 
 
-@lint_rule("LNT015", "info", "the same random seed on every rank", "L10",
-           why="Seeded with one constant, every rank draws the same random numbers: the same augmentation "
-               "sequence, the same dropout masks, and DataLoader workers seeded alike on every rank.",
-           fix="Seed the data randomness with seed + rank (DDP broadcasts rank 0's initial weights, so the model "
-               "stays identical; with FSDP or without DDP, seed the model init with the common seed first).",
-           bad="torch.manual_seed(42)",
-           good="torch.manual_seed(42 + dist.get_rank())",
-           doc_url=PT + "notes/randomness.html")
+@lint_rule("LNT015")
 def same_seed(ctx: FileContext) -> Iterator[Hit]:
     """In a file that wraps a model in DDP (which broadcasts the initial weights) and builds a DataLoader, but
     uses no FSDP: seed calls whose argument is a literal or a plain name (not an expression such as
@@ -261,14 +226,7 @@ def same_seed(ctx: FileContext) -> Iterator[Hit]:
             return
 
 
-@lint_rule("LNT016", "info", "BatchNorm under DDP without SyncBatchNorm", "L10",
-           why="Each rank normalises with its own local batch's statistics; with small per-GPU batches these are "
-               "noisy and the ranks' running statistics drift apart.",
-           fix="model = nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping in DDP (when per-GPU "
-               "batches are small).",
-           bad="self.bn = nn.BatchNorm2d(64)\n...\nmodel = DDP(model)",
-           good="model = DDP(nn.SyncBatchNorm.convert_sync_batchnorm(model), device_ids=[local_rank])",
-           doc_url=PT + "generated/torch.nn.SyncBatchNorm.html")
+@lint_rule("LNT016")
 def batchnorm_without_sync(ctx: FileContext) -> Iterator[Hit]:
     """A ``torch.nn.BatchNorm1d/2d/3d`` built in a file that also wraps a model in DDP and never mentions
     SyncBatchNorm."""

@@ -25,21 +25,8 @@ from gpudoctor.rules.cluster_compare import (  # noqa: F401 (re-exported)
 )
 from gpudoctor.rules.engine import REGISTRY, NotApplicable, NotAssessed, rule
 
-NCCL_ISSUE_IDENTICAL = (
-    "https://github.com/NVIDIA/nccl/issues/1277"  # NCCL maintainer: "ensure all nodes are exactly identical"
-)
-NCCL_ISSUE_ENV = (
-    "https://github.com/NVIDIA/nccl/issues/1273"  # maintainer: env not forwarded to a node -> mismatch, crash
-)
-NCCL_TESTS_PERF = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
-@rule("CLU001", "Cluster", "warning", "Driver or CUDA driver version differs between nodes",
-      ok="same NVIDIA driver on every node",
-      why="Nodes of one job should be built from one image: a different driver brings a different CUDA driver API "
-          "version, different bugs and fixes, and different NVLink/NCCL behaviour. NCCL's maintainers answer "
-          "multi-node problems on mixed nodes with 'ensure all nodes are exactly identical'.",
-      fix="Install the majority driver on the nodes named (or drain them until they are re-imaged).",
-      sources=[NCCL_ISSUE_IDENTICAL, "checklist H1", "https://docs.nvidia.com/deploy/cuda-compatibility/"],
-      scope="cluster")
+
+@rule("CLU001")
 def driver_differs(ctx):
     """Compares NVML's driver version and the CUDA version the driver supports across nodes."""
     nodes = ctx.reported()
@@ -55,13 +42,7 @@ def driver_differs(ctx):
     )
 
 
-@rule("CLU002", "Cluster", "error", "PyTorch, CUDA runtime, NCCL or cuDNN version differs between nodes",
-      ok="same PyTorch, CUDA runtime, NCCL and cuDNN on every node",
-      why="Every rank of a job runs the same collectives through its own torch and NCCL. Different builds on "
-          "different nodes give different kernels, protocols and defaults; NCCL's maintainers trace crashes and "
-          "hangs on mixed nodes to such mismatches and ask for identical nodes.",
-      fix="Use one environment (container image or lock file) on every node; reinstall the nodes named.",
-      sources=[NCCL_ISSUE_IDENTICAL, NCCL_ISSUE_ENV, "checklist H1"], scope="cluster")
+@rule("CLU002")
 def stack_differs(ctx):
     """Compares torch.__version__, torch.version.cuda, the NCCL and the cuDNN version torch reports, across nodes."""
     return _differ_all(ctx, [(what, lambda n, a=attr: getattr(_torch(n), a) if _torch(n) else None)
@@ -82,14 +63,7 @@ def counted(items) -> str:
     return ", ".join(f"{v} × {k}" for k, v in c.items()) or "none"
 
 
-@rule("CLU003", "Cluster", "error", "GPU count or model differs between nodes",
-      ok="same number and model of GPUs on every node",
-      why="A node with a GPU missing (fallen off the bus, disabled after an XID, or NVML not loaded) or of another "
-          "model makes the job's world size or speed differ from what was planned: the slowest or smallest node "
-          "sets the pace of every synchronous step.",
-      fix="Check the nodes named with `nvidia-smi -L` and the kernel log (XID, 'fallen off the bus'); repair or "
-          "drain them.",
-      sources=[NCCL_ISSUE_IDENTICAL, "checklist H5", "checklist H20"], scope="cluster")
+@rule("CLU003")
 def gpus_differ(ctx):
     """Compares the NVML GPU count and the list of GPU models across nodes (a node without a usable driver counts 0)."""
     nodes = ctx.reported()
@@ -136,13 +110,7 @@ def ib_signature(n: NodeEntry) -> tuple[str, ...] | None:
     return tuple(sorted(sig))
 
 
-@rule("CLU004", "Cluster", "warning", "Link rate differs from the majority of nodes",
-      ok="GPU PCIe links (and IB ports, when probed) alike on every node",
-      why="A GPU whose PCIe link trained at fewer lanes, or an InfiniBand port at half rate or down, makes that node "
-          "the slowest participant of every all-reduce; with identical hardware the links must come out identical.",
-      fix="Reseat or replace the card/cable on the nodes named; check `nvidia-smi -q -d PCIE`, `lspci -vv` "
-          "(LnkSta vs LnkCap) and `ibstat`.",
-      sources=["checklist H8", "checklist H11", NCCL_ISSUE_IDENTICAL], scope="cluster")
+@rule("CLU004")
 def links_differ(ctx):
     """Compares each node's GPU PCIe links (max generation, trained width, per NVML) and, when the snapshot has a
     topology section, its IB port rates, with the majority of nodes."""
@@ -154,15 +122,7 @@ def links_differ(ctx):
 NCCL_PREFIXES = ("NCCL_", "TORCH_NCCL_")
 
 
-@rule("CLU005", "Cluster", "warning", "NCCL setting differs between nodes",
-      ok="same NCCL_* / TORCH_NCCL_* settings on every node",
-      why="NCCL settings must agree across ranks: a variable exported on one node only (a forgotten export, a "
-          "launcher that does not forward the environment) makes that node pick other algorithms, protocols or "
-          "transports; NCCL's maintainers trace crashes to such mismatches.",
-      fix="Export the same NCCL variables on every node (forward the environment through the launcher, e.g. "
-          "srun --export=ALL), or unset them everywhere.",
-      sources=[NCCL_ISSUE_ENV, "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html", "checklist H12"],
-      scope="cluster")
+@rule("CLU005")
 def nccl_env_differs(ctx):
     """Compares every NCCL_* and TORCH_NCCL_* variable (set, unset, value) across nodes."""
     nodes = ctx.reported()
@@ -183,14 +143,7 @@ def nccl_env_differs(ctx):
     return out
 
 
-@rule("CLU006", "Cluster", "warning", "Node clock not in sync with rank 0",
-      ok="node clocks within a few ms of rank 0",
-      why="Multi-node debugging lines up NCCL, torch and system logs by timestamp; when clocks disagree by more than "
-          "the gaps between events, the order of events across nodes cannot be read from the logs. Nodes on one LAN "
-          "synchronised by NTP/chrony agree to well under a millisecond.",
-      fix="Enable time synchronisation on the nodes named (`chronyc tracking`, `timedatectl status`: 'System clock "
-          "synchronized: yes') against the same servers as the rest of the cluster.",
-      sources=["https://chrony-project.org/", "https://chrony-project.org/faq.html"], scope="cluster")
+@rule("CLU006")
 def clock_skew(ctx):
     """Flags nodes whose wall-clock offset from rank 0 (ping-pong over the process group, corrected by half the
     round trip) exceeds the threshold by more than the measurement's uncertainty."""
@@ -207,16 +160,7 @@ def clock_skew(ctx):
                               data={"offset_ms": n.clock_offset_ms, "uncertainty_ms": unc, "limit_ms": limit})
 
 
-@rule("CLU007", "Cluster", "error", "Node never joined or hung",
-      ok="every expected node joined and reported",
-      why="A node that never starts its agent or stops answering stalls every collective of a real job until the "
-          "NCCL/gloo timeout (10-30 min by default) and then kills it.",
-      fix="Log in to the node named: is the launcher running there (torchrun agent / srun task)? Is it stuck in a "
-          "driver call (`nvidia-smi` hangs), out of memory, or unable to reach MASTER_ADDR:MASTER_PORT? Drain it "
-          "until fixed.",
-      sources=["https://pytorch.org/docs/stable/elastic/run.html",
-               "https://pytorch.org/docs/stable/distributed.html#torch.distributed.init_process_group"],
-      scope="cluster")
+@rule("CLU007")
 def missing_nodes(ctx):
     """Names every node that did not join within the timeout (missing) or joined and then went silent (hung)."""
     for n in ctx.nodes:
@@ -226,15 +170,7 @@ def missing_nodes(ctx):
                               data={"status": n.status, "last_phase": n.last_phase})
 
 
-@rule("CLU008", "Cluster", "error", "Slow node or slow link between nodes",
-      ok="every node-to-node pair within range of the others",
-      why="Synchronous training runs at the pace of its slowest link: one node with a degraded NIC or one bad "
-          "cable between two nodes slows every all-reduce of the job. Pairs measured at the same time in "
-          "round-robin rounds show which node (all of its pairs slow) or which link (one pair slow, both ends fine "
-          "elsewhere) is at fault.",
-      fix="For a slow node: check its NICs (`ibstat` rate/state, `ethtool`), PCIe links and NCCL settings, then drain "
-          "it. For a slow link: check the cable and switch ports between the two nodes.",
-      sources=[NCCL_TESTS_PERF, "checklist C1", "checklist C5"], scope="cluster")
+@rule("CLU008")
 def slow_pairs(ctx):
     """Reports the nodes whose pairwise tests were all slow, and slow pairs not explained by a slow node."""
     pw = ctx.pairwise
@@ -267,14 +203,7 @@ def slow_pairs(ctx):
                           data={"kind": "pair", "nodes": [a, b]})
 
 
-@rule("CLU009", "Cluster", "error", "All-reduce across nodes failed or gave a wrong result",
-      ok="all-reduce across every node completed with the right sum",
-      why="This is the collective a DDP job runs every step; if it fails, times out or sums wrongly here, training "
-          "will hang, crash or silently diverge.",
-      fix="Re-run with NCCL_DEBUG=INFO (GPU) to see the transport chosen and where it stops; check the interface "
-          "(NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME) and that every node reaches the others.",
-      sources=[NCCL_TESTS_PERF, "checklist C1",
-               "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"], scope="cluster")
+@rule("CLU009")
 def allreduce_failed(ctx):
     """Flags an all-reduce across nodes that raised, timed out, or whose check sum was wrong."""
     ar = ctx.allreduce

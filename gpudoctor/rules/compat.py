@@ -13,14 +13,6 @@ from gpudoctor.compat.versions import vtuple
 from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
-MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
-FWD_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
-CPP_EXT_URL = "https://github.com/pytorch/pytorch/blob/main/torch/utils/cpp_extension.py"
-VISION_URL = "https://github.com/pytorch/vision#installation"
-AUDIO_URL = "https://docs.pytorch.org/audio/2.11.0/installation.html"
-LDSO_URL = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
-PIP_URL = "https://pytorch.org/get-started/previous-versions/"
-
 
 def _torch(ctx, *fields: str):
     """The torch facts; NotAssessed when the input (e.g. a collect_env excerpt) did not give one of ``fields``:
@@ -35,14 +27,7 @@ def _torch(ctx, *fields: str):
     return t
 
 
-@rule("CMP001", "Compatibility", "error", "torchvision / torchaudio built for another torch",
-      ok="torchvision / torchaudio match torch",
-      why="torchvision (and torchaudio up to 2.10) link one specific torch release; with another torch their "
-          "C++ operators fail to register and the first use fails with \"operator torchvision::nms does not exist\" "
-          "(or an undefined-symbol ImportError). A CUDA-major mismatch between their +cuXYZ builds fails the same way.",
-      fix="Install the matching pair from the same index, e.g. pip install torch==2.11.0 torchvision==0.26.0 "
-          "torchaudio==2.11.0 --index-url https://download.pytorch.org/whl/cu130.",
-      sources=[VISION_URL, AUDIO_URL, "https://github.com/pytorch/vision/blob/main/README.md", "checklist H4"])
+@rule("CMP001")
 def companions(ctx):
     """Fires when the torch probe saw torchvision's C++ op fail to load, or when torchvision / torchaudio
     versions do not belong to the installed torch release (table in rules/compat_torch.toml)."""
@@ -68,15 +53,7 @@ def companions(ctx):
         raise NotAssessed("; ".join(v.reason for v in verdicts if v.status == C.UNKNOWN))
 
 
-@rule("CMP002", "Compatibility", "warning", "System nvcc (CUDA_HOME) and torch's CUDA differ in major version",
-      ok="System nvcc matches torch's CUDA major version (or no nvcc)",
-      why="torch.utils.cpp_extension (used by JIT-compiled ops: DeepSpeed, apex, flash-attn builds, custom "
-          "kernels) compares the toolkit found through CUDA_HOME / PATH with torch.version.cuda: a different major "
-          "raises \"The detected CUDA version (X) mismatches the version that was used to compile PyTorch (Y)\"; a "
-          "different minor only warns. Training with prebuilt wheels is not affected.",
-      fix="Point CUDA_HOME (and PATH) at a toolkit of torch's CUDA major, e.g. install cuda-nvcc of that version "
-          "into the environment, or install a torch built for the toolkit you have.",
-      sources=[CPP_EXT_URL, "https://github.com/pytorch/pytorch/issues/73047", "checklist H2"])
+@rule("CMP002")
 def nvcc_vs_torch(ctx):
     """Compares the nvcc release found through CUDA_HOME / PATH by the torch probe with torch.version.cuda."""
     t = _torch(ctx, "cuda", "nvcc_version")
@@ -111,15 +88,7 @@ def _dotted_cudnn(v):
     return f"{v // 1000}.{v // 100 % 10}.{v % 100}"
 
 
-@rule("CMP003", "Compatibility", "warning", "System cuDNN / NCCL on LD_LIBRARY_PATH shadows the torch wheel's",
-      ok="No cuDNN / NCCL on LD_LIBRARY_PATH replaces the torch wheel's",
-      why="The dynamic loader searches LD_LIBRARY_PATH before a library's RUNPATH, so a libcudnn.so.N / "
-          "libnccl.so.2 there is loaded instead of the copy pip installed with torch (nvidia-cudnn-*, "
-          "nvidia-nccl-*). An older one gives 'cuDNN version incompatibility' errors, undefined NCCL symbols, "
-          "or silently older, slower or buggier kernels.",
-      fix="Remove the CUDA library directory from LD_LIBRARY_PATH for the training job (the wheel needs none), "
-          "or make it hold the same versions as the wheel.",
-      sources=[LDSO_URL, "https://github.com/pytorch/pytorch/blob/main/RELEASE.md", "checklist H21"])
+@rule("CMP003")
 def libs_shadow(ctx):
     """Looks for libcudnn.so.* / libnccl.so.* in the LD_LIBRARY_PATH directories (file names only) with the
     same soname as torch's but another version, and checks whether torch actually loaded it."""
@@ -159,16 +128,7 @@ def libs_shadow(ctx):
                               subject=name, data=data)
 
 
-@rule("CMP004", "Compatibility", "error", "NVIDIA driver older than the GPU's architecture",
-      ok="Driver new enough for every GPU's architecture",
-      why="A driver released before a GPU architecture does not support it: CUDA sees no usable device or "
-          "fails at initialisation. gpudoctor derives the minimum as the toolkit driver of the first CUDA release "
-          "that supports the GPU's compute capability (rules/compat_gpus.toml, compat_cuda.toml).",
-      fix="Install a driver at least as new as the one named below (data-center GPUs: a supported LTSB / "
-          "production branch, see the data-center driver table).",
-      sources=["https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html",
-               "https://developer.nvidia.com/cuda-gpus",
-               "https://forums.developer.nvidia.com/t/minimum-required-cuda-version-by-gpu/276955/2", "checklist H1"])
+@rule("CMP004")
 def driver_vs_gpu(ctx):
     """For every GPU: its compute capability (NVML, else the GPU table by name) -> first CUDA release ->
     that release's driver; fires when the installed driver is older."""
@@ -197,16 +157,7 @@ def driver_vs_gpu(ctx):
 _E804 = re.compile(r"\b804\b|forward compatibility was attempted on non supported HW", re.I)
 
 
-@rule("CMP005", "Compatibility", "error", "CUDA forward compatibility on a GPU that does not support it",
-      ok="No CUDA forward compatibility on an unsupported GPU",
-      why="When a container's CUDA is newer than the host driver, CUDA can use the forward-compatibility "
-          "libraries (cuda-compat: a newer libcuda.so). NVIDIA supports that only on data-center GPUs (and select "
-          "NGC-ready RTX / Jetson); elsewhere CUDA initialisation fails with error 804 \"forward compatibility was "
-          "attempted on non supported HW\".",
-      fix="Upgrade the host driver to one that supports the container's CUDA natively, or use an image / torch "
-          "build for the CUDA the host driver supports; remove the cuda-compat directory from LD_LIBRARY_PATH.",
-      sources=[FWD_URL, "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html",
-               "https://github.com/vllm-project/vllm/issues/4940", "checklist H2"])
+@rule("CMP005")
 def forward_compat(ctx):
     """Fires on CUDA error 804 in torch's CUDA initialisation, or when LD_LIBRARY_PATH holds a libcuda.so of
     another version than the kernel driver (cuda-compat) while a GPU outside the data-center segment is present."""

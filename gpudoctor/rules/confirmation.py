@@ -10,12 +10,6 @@ from gpudoctor.facts.confirmation import TRANSPORT_SENTENCES, attribute_loss, fm
 from gpudoctor.facts.topology import nvlink_generation
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
-AREA = "Confirmation runs"
-NCCL_TROUBLE = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
-NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-NCCL_PERF = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
-DDP_NOTES = "https://pytorch.org/docs/stable/notes/ddp.html"
-
 
 def _conf(ctx, need_ok: bool = False):
     """The confirmation facts; NotApplicable when the runs were not run, NotAssessed when they could
@@ -118,17 +112,7 @@ def link_class(ctx, c) -> tuple[str, float, float]:
 
 
 # --------------------------------------------------------------------------------------------------
-@rule("CNF001", AREA, "error", "Confirmation run failed or hung",
-      ok="Confirmation runs completed",
-      why="A short all-reduce and DDP step that fail or hang here will fail or hang the real training job. A hang "
-          "in a collective usually means one rank never got there (crashed, stuck, wrong world size) or a transport "
-          "that deadlocks: P2P through a PCIe switch with ACS/IOMMU redirecting peer traffic, or a /dev/shm too "
-          "small for the SHM transport in a container.",
-      fix="Read the named rank's log and the NCCL warnings shown; follow the transport verdict. P2P at fault: "
-          "disable PCIe ACS / IOMMU redirection on the GPUs' bridges (NCCL troubleshooting guide), check NVLink / "
-          "Fabric Manager; NCCL_P2P_DISABLE=1 only as a slow workaround. SHM at fault: give the container "
-          "--shm-size=1g or --ipc=host; NCCL_SHM_DISABLE=1 as a workaround.",
-      sources=[NCCL_TROUBLE, NCCL_ENV, "checklist C6", "checklist C8"])
+@rule("CNF001")
 def run_failed(ctx):
     """Reports a confirmation run that failed or hung: which rank, which collective or phase, its last NCCL
     warnings, and which transport the re-runs with NCCL_P2P_DISABLE=1 / NCCL_SHM_DISABLE=1 blame."""
@@ -177,14 +161,7 @@ def run_failed(ctx):
                             "culprit_rank": main.culprit_rank if main else None})
 
 
-@rule("CNF002", AREA, "error", "All-reduce returned wrong values",
-      ok="All-reduce results correct",
-      why="Every rank contributes a known pattern; a reduced element that differs from the exact sum means data "
-          "corruption on the path (faulty GPU memory or link, a broken P2P/SHM transport, a driver or NCCL bug). "
-          "Training would silently diverge.",
-      fix="Re-run; if it repeats, isolate the GPU or link (run with NCCL_P2P_DISABLE=1 / NCCL_SHM_DISABLE=1, and on "
-          "subsets of GPUs with CUDA_VISIBLE_DEVICES), check ECC/XID (GPU rules) and update driver and NCCL.",
-      sources=["https://github.com/NVIDIA/nccl-tests (the -c check of every result)", NCCL_TROUBLE, "checklist C1"])
+@rule("CNF002")
 def allreduce_wrong(ctx):
     """Checks that every all-reduce of the sweep gave the exact sum on every rank (rank r contributes (r+1) x a
     1,2,3,4 pattern; exact in every dtype for small world sizes, within rounding otherwise)."""
@@ -201,17 +178,7 @@ def allreduce_wrong(ctx):
                               data={"dtype": a.dtype, "size_bytes": a.size_bytes, "max_abs_error": a.max_abs_error})
 
 
-@rule("CNF003", AREA, "warning", "All-reduce bus bandwidth below what the link should give",
-      ok="All-reduce bus bandwidth fits the link class",
-      why="busbw (nccl-tests: algbw x 2(n-1)/n) compares directly with the per-GPU link rate whatever the rank "
-          "count. Far below the link class, the gradient all-reduce will not hide behind backward: NCCL fell back "
-          "to a slower transport (no P2P, SHM or sockets), links are down or degraded, or GPUs sit under different "
-          "CPU sockets.",
-      fix="Check `nvidia-smi topo -m` and `nvidia-smi nvlink -s`, the NCCL transports in an NCCL_DEBUG=INFO log "
-          "('via P2P/IPC' vs 'via SHM' or 'NET/Socket'), NCCL_P2P_DISABLE / NCCL_P2P_LEVEL left set, and PCIe "
-          "link width/generation; run nccl-tests all_reduce_perf up to 8 GB for a full curve.",
-      sources=[NCCL_PERF, "https://github.com/NVIDIA/nccl-tests/issues/149", "https://github.com/NVIDIA/nccl-tests/issues/212",
-               "rules/confirm.toml [allreduce]", "checklist C1", "checklist C7"])
+@rule("CNF003")
 def busbw_low(ctx):
     """Compares the best all-reduce busbw at messages of 256 MiB and more with the link class of the run's GPUs
     (NVLink generation x active links, else the slowest PCIe gen x width) times a documented fraction."""
@@ -248,15 +215,7 @@ def busbw_low(ctx):
         )
 
 
-@rule("CNF004", AREA, "warning", "Pinned host-device copy bandwidth below the PCIe link's",
-      ok="Pinned host<->device copies at PCIe speed",
-      why="Pinned copies run close to the PCIe line rate (55 GB/s of 63 on Gen5 x16 on an H200). Far less means "
-          "the link carries less than NVML says: a slot wired x8, a riser, a link trained a generation lower under "
-          "load, or the GPU far from the CPU's memory (other NUMA node).",
-      fix="Move the card to a full x16 slot wired to the CPU, remove risers, set the slot to its maximum generation "
-          "in the BIOS; pin the process to the GPU's NUMA node; compare with `nvidia-smi -q -d PCIE` under load.",
-      sources=["rules/confirm.toml [copy] (H200 capture: 55 GB/s each way on Gen5 x16)", "rules/confirm.toml [pcie]",
-               "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#pinned-memory", "checklist H8"])
+@rule("CNF004")
 def copy_low(ctx):
     """Compares each GPU's pinned host->device and device->host copy bandwidth (256 MiB copies, median) with its
     PCIe line rate (NVML max generation x max width) times a documented fraction."""
@@ -293,15 +252,7 @@ def copy_low(ctx):
         raise NotAssessed("PCIe link of " + ", ".join(unknown) + " unknown (NVML facts missing or unmatched)")
 
 
-@rule("CNF005", AREA, "error", "DDP smoke step broken: loss not finite or ranks out of sync",
-      ok="DDP step sane (finite loss, identical parameters on all ranks)",
-      why="After DDP steps every rank must hold bit-identical parameters (DDP broadcasts rank 0's at start and "
-          "averages gradients each step; the ranks here start from different seeds). Different parameters mean "
-          "gradients were not synchronised; a NaN/inf loss means broken numerics (AMP on a GPU without bf16, "
-          "faulty hardware).",
-      fix="Check that every rank ran the same model and world size, the GPU's health (ECC/XID), the torch/CUDA "
-          "build; re-run `gpudoctor smoke` to see if it repeats.",
-      sources=[DDP_NOTES, "https://pytorch.org/docs/stable/amp.html", "checklist C3", "checklist C4"])
+@rule("CNF005")
 def ddp_broken(ctx):
     """Checks the DDP BERT smoke step: every loss finite, parameters identical on all ranks afterwards."""
     c = _conf(ctx)
@@ -327,16 +278,7 @@ COMP_FIX = ("Computation-bound: each rank computes slower than one GPU alone. Gi
             "red flag).")
 
 
-@rule("CNF006", AREA, "warning", "Scaling efficiency below 70%",
-      ok="Scaling efficiency of the DDP step at least 70%",
-      why="E = (throughput on n GPUs / throughput on 1) / n. Below 0.7, a third of the hardware is wasted. The loss "
-          "is split by timing the same DDP step without gradient all-reduce (no_sync): what the all-reduce adds is "
-          "communication not hidden behind backward; what remains above one GPU's step is slower computation "
-          "per rank (CPU cores, NUMA, clocks, a shared PCIe switch).",
-      fix="Communication-bound: fix the interconnect first (CNF003, topology, NCCL settings), then raise the "
-          "per-GPU batch so backward hides the all-reduce. Computation-bound: give each rank its CPU cores and NUMA "
-          "node, check clocks and power (GPU rules), data loading (> 5 ms/step is a red flag).",
-      sources=["checklist C2", "checklist C5", "checklist C8", DDP_NOTES, "rules/confirm.toml [scaling]"])
+@rule("CNF006")
 def scaling_low(ctx):
     """Fires when the DDP step's scaling efficiency E (median; weak scaling unless strong was asked) is below the
     documented minimum, and attributes the loss to communication or computation (checklist C8)."""

@@ -14,16 +14,7 @@ NO_GPU_FIX = ("The driver is loaded but lists no GPU: in a container, start it w
               "NVRM / Xid errors for them (dmesg | grep -i nvrm).")
 
 
-@rule("DRV001", "Driver & NVML", "error", "No usable NVIDIA driver / NVML",
-      ok='NVIDIA driver loaded; NVML sees the GPUs',
-      why="Without a loaded NVIDIA kernel driver and its NVML library no CUDA program can see a GPU; "
-          "PyTorch reports torch.cuda.is_available() == False and training runs on the CPU or fails.",
-      fix="Install the NVIDIA data-center driver for your GPUs (the R580 branch supports CUDA 13.x and, "
-          "through backward compatibility, 12.x wheels) and reboot or load the module; in a container, "
-          "start it with the NVIDIA Container Toolkit (docker run --gpus all / a GPU resource request in Kubernetes).",
-      sources=["https://docs.nvidia.com/datacenter/tesla/drivers/index.html",
-               "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
-               "checklist H1"])
+@rule("DRV001")
 def no_driver(ctx):
     """Fires when NVML cannot be loaded or initialised, or sees no GPU."""
     nv = ctx.snap.nvml

@@ -1,4 +1,4 @@
-"""The rule engine: rules register with metadata; ``evaluate`` runs them over a snapshot.
+"""The rule engine: rules register with their metadata (rules/rule_meta.toml); ``evaluate`` runs them over a snapshot.
 
 A rule is a function ``f(ctx) -> Iterable[Finding] | None``. It yields findings built
 with ``ctx.finding(...)``; it raises :class:`NotAssessed` when the facts it needs are
@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudoctor.compat import data
 from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Summary
 from gpudoctor.facts.known import state_of
 from gpudoctor.facts.model import Snapshot
-from gpudoctor.rules.families import AREAS  # noqa: E402,F401 (re-exported: the report's section order)
+from gpudoctor.rules.families import AREAS, BY_PREFIX  # noqa: F401 (AREAS re-exported: the report's section order)
 
 
 class NotAssessed(Exception):
@@ -49,12 +50,13 @@ class RuleSpec:
 
 
 REGISTRY: dict[str, RuleSpec] = {}
+META = "rule_meta"  # rules/rule_meta.toml
 
 
-def rule(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
-         ok: str | None = None, scope: str = "node"):
-    """Register a rule. Its docstring is the 'what it does' paragraph; ``title`` names the problem,
-    ``ok`` the healthy state shown when the rule passes.
+def define(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
+           ok: str | None = None, scope: str = "node"):
+    """Register a rule whose metadata comes from elsewhere (the SIG rules: rules/signatures.toml). Its docstring
+    is the 'what it does' paragraph; ``title`` names the problem, ``ok`` the healthy state shown when it passes.
 
     Raises ValueError on a duplicate id or unknown area (caught at import, in tests).
     """
@@ -70,6 +72,31 @@ def rule(id: str, area: str, severity: Severity, title: str, why: str, fix: str,
         return func
 
     return deco
+
+
+def meta() -> dict[str, dict[str, Any]]:
+    """The rule metadata rows of rules/rule_meta.toml, by rule id."""
+    return data.load(META)
+
+
+def rule(id: str):
+    """Register the decorated function as rule ``id``; its metadata is the row ``[id]`` of rules/rule_meta.toml
+    and its area that of the id's family (:mod:`gpudoctor.rules.families`).
+
+    Raises ValueError for an id without a row or family, TypeError for a row with a key :func:`define` does not take.
+    """
+    row = meta().get(id)
+    family = BY_PREFIX.get("".join(c for c in id if c.isalpha()))
+    if row is None or family is None:
+        raise ValueError(f"rule {id} has no row in rules/{META}.toml or no family in gpudoctor.rules.families")
+    return define(id, family.area, **row)
+
+
+def check_meta() -> None:
+    """ValueError when a row of rules/rule_meta.toml has no registered function (call once every module is imported)."""
+    orphans = sorted(set(meta()) - set(REGISTRY))
+    if orphans:
+        raise ValueError(f"rows of rules/{META}.toml with no @rule function: {orphans}")
 
 
 class Ctx:

@@ -5,24 +5,13 @@ from gpudoctor.compat import data
 from gpudoctor.facts.clock_reasons import CLOCK_EVENT_REASONS
 from gpudoctor.rules.engine import rule
 
-NVML_API = "https://docs.nvidia.com/deploy/nvml-api/"
 MIB = 1024 * 1024
 
 FAULT_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "error"}
 WARN_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "warning"}
 
 
-@rule(
-    "GPU001",
-    "GPU health",
-    "warning",
-    "GPU temperature near its slowdown threshold",
-    ok="temperatures below slowdown thresholds",
-    why="Past its own slowdown threshold a GPU lowers its clocks; one hot GPU slows every DDP step, because "
-    "all ranks wait for the slowest. The threshold differs per model (NVML), so a fixed '85 °C' is wrong.",
-    fix="Check airflow, fan/chassis cooling and inlet temperature; reseat or service the GPU if it stays hot at idle.",
-    sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H18"],
-)
+@rule("GPU001")
 def temperature(ctx):
     """Compares each GPU's temperature with its NVML slowdown threshold (minus a margin)."""
     margin = data.threshold("gpu.temperature", "margin_c")
@@ -35,15 +24,7 @@ def temperature(ctx):
                               data={"temperature_c": g.temperature_c, "slowdown_c": g.temperature_slowdown_c})
 
 
-@rule("GPU002", "GPU health", "error", "Clocks held down by a hardware or thermal event",
-      ok='no hardware or thermal clock slowdown',
-      why="NVML's clock event reasons say why clocks are below maximum. HW Slowdown, HW Thermal Slowdown and HW "
-          "Power Brake are faults (cooling, power delivery); SW Thermal Slowdown means the GPU runs at its thermal "
-          "limit. SW Power Cap at full load and GPU Idle are normal and not reported.",
-      fix="Check cooling and power delivery (PSU, cables, BMC power-brake events); run `dcgmi diag -r 3` and contact "
-          "the vendor if a HW reason persists at low load.",
-      sources=[NVML_API + "group__nvmlClocksEventReasons.html",
-               "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html", "checklist H18"])
+@rule("GPU002")
 def clock_events(ctx):
     """Decodes each GPU's active clock event reasons; HW ones are errors, SW thermal a warning."""
     for g in ctx.gpus_known("clock_event_reasons_mask"):
@@ -61,18 +42,7 @@ def clock_events(ctx):
                               title="GPU at its software thermal limit", data={"mask": g.clock_event_reasons_mask})
 
 
-@rule(
-    "GPU003",
-    "GPU health",
-    "warning",
-    "Power limit set below the default",
-    ok="power limits at default",
-    why="A power limit below the board default caps clocks under load (SW Power Cap) and makes this GPU the "
-    "slowest rank.",
-    fix="Restore the default limit: `sudo nvidia-smi -i <gpu> -pl <default W>` "
-    "(or remove the site policy that lowers it).",
-    sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H19"],
-)
+@rule("GPU003")
 def power_limit(ctx):
     """Compares the enforced power limit with the default power-management limit (W)."""
     frac = data.threshold("gpu.power_limit", "min_fraction_of_default")
@@ -84,14 +54,7 @@ def power_limit(ctx):
                               data={"limit_w": g.power_limit_w, "default_w": g.power_default_limit_w})
 
 
-@rule("GPU004", "GPU health", "error", "Uncorrected ECC memory errors",
-      ok='no uncorrected ECC errors',
-      why="Uncorrectable (double-bit) ECC errors corrupt data and usually kill the job (XID 48/94/95). Volatile "
-          "counts are since the last driver load; aggregate counts are lifetime.",
-      fix="Drain the node, reset the GPU (`nvidia-smi -r`) or reboot; if errors recur, follow NVIDIA's XID/RMA "
-          "workflow (row remapping failures and recurring uncorrectable errors mean service).",
-      sources=["https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html",
-               "https://docs.nvidia.com/deploy/xid-errors/index.html", "checklist H20"])
+@rule("GPU004")
 def ecc(ctx):
     """Reads volatile and aggregate uncorrected ECC counts per GPU (volatile > 0: error; aggregate only: warning)."""
     for g in ctx.gpus_known(
@@ -116,21 +79,7 @@ def ecc(ctx):
             )
 
 
-@rule(
-    "GPU005",
-    "GPU health",
-    "error",
-    "Row remapping failed or is pending",
-    ok="no row-remapping failure or pending remap",
-    why="On A100/H100-class GPUs, memory rows with errors are remapped at the next GPU reset. 'Pending' means a "
-    "reset is needed to apply it; 'failure' means no spare rows were left and the GPU needs service.",
-    fix="Pending: drain the node and reset the GPU (`nvidia-smi -r -i <gpu>`) or reboot. Failure: replace/RMA the GPU.",
-    sources=[
-        "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",
-        "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html",
-        "checklist H20",
-    ],
-)
+@rule("GPU005")
 def remapped_rows(ctx):
     """Reads NVML remapped rows: failure is an error, pending a warning."""
     for g in ctx.gpus_known("remapped_rows_pending"):
@@ -144,22 +93,7 @@ def remapped_rows(ctx):
                               data={"pending": True})
 
 
-@rule(
-    "GPU006",
-    "GPU health",
-    "error",
-    "GPU compute mode blocks multi-process use",
-    ok="compute mode allows multi-process use",
-    why="'Prohibited' allows no CUDA context at all. 'Exclusive_Process' allows one process per GPU: DDP itself "
-    "runs, but any second process touching the GPU (a stray torch.load, a profiler, a DataLoader worker "
-    "that initialises CUDA, torch.compile workers) fails with 'all CUDA-capable devices are busy or unavailable'.",
-    fix="sudo nvidia-smi -i <gpu> -c DEFAULT",
-    sources=[
-        "https://docs.nvidia.com/deploy/nvidia-smi/index.html",
-        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes",
-        "checklist H20",
-    ],
-)
+@rule("GPU006")
 def compute_mode(ctx):
     """Flags compute mode Prohibited (error) and Exclusive_Process / Exclusive_Thread (warning)."""
     for g in ctx.gpus_known("compute_mode"):
@@ -172,13 +106,7 @@ def compute_mode(ctx):
                               remedy=f"sudo nvidia-smi -i {g.index} -c DEFAULT")
 
 
-@rule("GPU007", "GPU health", "warning", "MIG mode enabled",
-      ok='MIG disabled',
-      why="With MIG enabled a process sees GPU instances, not whole GPUs; MIG instances support no GPU-to-GPU P2P "
-          "(PCIe or NVLink) and a CUDA process can use only one MIG instance, so multi-GPU DDP over MIG slices is "
-          "not what a training host should run. A pending mode differing from the current one needs a GPU reset.",
-      fix="Disable MIG for training: `sudo nvidia-smi -i <gpu> -mig 0` then reset the GPU (or reboot).",
-      sources=["https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html", "checklist H20"])
+@rule("GPU007")
 def mig(ctx):
     """Flags GPUs whose current (or pending) MIG mode is enabled."""
     for g in ctx.gpus_known("mig_mode_current"):
@@ -197,12 +125,7 @@ def mig(ctx):
             )
 
 
-@rule("GPU008", "GPU health", "warning", "Other processes hold GPU memory",
-      ok='no other process on the GPUs',
-      why="A process already on the GPU takes memory and compute from the training job; a stray context on GPU 0 "
-          "(e.g. torch.load without map_location, a notebook) is a classic cause of OOM on rank 0.",
-      fix="Stop the listed processes (or move them to other GPUs) before training.",
-      sources=[NVML_API + "group__nvmlDeviceQueries.html", "checklist H14"])
+@rule("GPU008")
 def other_processes(ctx):
     """Lists compute and graphics processes NVML reports on each GPU, with their memory (MiB)."""
     for g in ctx.gpus_with("processes"):
@@ -218,12 +141,7 @@ def other_processes(ctx):
                           data={"processes": [p.model_dump() for p in g.processes]})
 
 
-@rule("GPU009", "GPU health", "info", "Persistence mode off",
-      ok='persistence mode on',
-      why="Without persistence (nvidia-persistenced or persistence mode) the driver tears the GPU state down when "
-          "the last client exits, so every job start pays the initialisation again and NVML readings may be stale.",
-      fix="Run the nvidia-persistenced daemon (preferred over `nvidia-smi -pm 1`).",
-      sources=["https://docs.nvidia.com/deploy/driver-persistence/index.html", "checklist H20"])
+@rule("GPU009")
 def persistence(ctx):
     """Flags GPUs with persistence mode off."""
     off = [g.index for g in ctx.gpus_known("persistence_mode") if g.persistence_mode is False]

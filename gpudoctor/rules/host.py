@@ -17,14 +17,7 @@ def _gpus_or_na(ctx) -> int:
     return n
 
 
-@rule("HST001", "Host", "warning", "Too few CPU cores per GPU",
-      ok='enough CPU cores per GPU',
-      why="Each DDP rank needs a core for its Python loop plus DataLoader workers for decoding and augmentation; "
-          "below ~4 physical cores per GPU the GPUs wait for input. What counts is the cores this process may "
-          "use (CPU affinity, cgroup quota), not the host's total.",
-      fix="Give the job more cores (container CPU limit, Slurm --cpus-per-task, taskset), or fewer GPUs per node; "
-          "pin ranks to the cores of their GPU's NUMA node.",
-      sources=["checklist H15", "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"])
+@rule("HST001")
 def cores_per_gpu(ctx):
     """Usable physical cores (affinity and cgroup quota, scaled by cores/threads) divided by the GPU count."""
     n = _gpus_or_na(ctx)
@@ -43,12 +36,7 @@ def cores_per_gpu(ctx):
                           data={"cores_per_gpu": round(per_gpu, 2), "min": need})
 
 
-@rule("HST002", "Host", "warning", "Too little RAM per GPU",
-      ok='enough RAM per GPU',
-      why="Each rank holds the model on the CPU at load time, pinned staging buffers and DataLoader worker "
-          "memory; below ~16 GB per GPU jobs get OOM-killed or swap. A container's memory limit is what counts.",
-      fix="Give the job more memory (container limit, Slurm --mem) or run fewer ranks per node.",
-      sources=["checklist H16"])
+@rule("HST002")
 def ram_per_gpu(ctx):
     """min(RAM, cgroup limit) in GiB divided by the GPU count."""
     n = _gpus_or_na(ctx)
@@ -69,15 +57,7 @@ def ram_per_gpu(ctx):
         )
 
 
-@rule("HST003", "Host", "warning", "/dev/shm too small",
-      ok='/dev/shm large enough',
-      why="PyTorch DataLoader workers pass batches through shared memory and NCCL's SHM transport uses /dev/shm; "
-          "Docker's default of 64 MB makes workers die with 'bus error' / 'unable to allocate shared memory' and "
-          "NCCL fail in shm_open with two or more local ranks.",
-      fix="Run the container with --ipc=host or --shm-size=1g or more (Kubernetes: mount an emptyDir with "
-          "medium: Memory at /dev/shm).",
-      sources=["https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
-               "https://github.com/pytorch/pytorch#docker-image", "checklist H22"])
+@rule("HST003")
 def dev_shm(ctx):
     """Compares the size of /dev/shm (bytes) with the threshold."""
     mem = ctx.snap.memory
@@ -96,12 +76,7 @@ def dev_shm(ctx):
                           data={"shm_total_bytes": mem.shm_total_bytes, "min_bytes": need})
 
 
-@rule("HST004", "Host", "warning", "Training data on a rotational disk",
-      ok='data not on a rotational disk',
-      why="Random reads of many small samples from a spinning disk starve the GPUs; NVMe SSDs are the norm.",
-      fix="Move the dataset to local NVMe (or stage it there per job), or use a sequential format "
-          "(WebDataset/tar shards) and more DataLoader workers.",
-      sources=["checklist H17", "https://www.kernel.org/doc/Documentation/block/queue-sysfs.txt"])
+@rule("HST004")
 def rotational(ctx):
     """Reads sysfs queue/rotational of the disk holding --data-path; a virtual disk's flag is not trusted."""
     st = ctx.snap.storage

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING
 
 from gpudoctor.compat import data
 from gpudoctor.parsers.commands import docker_gpu_request
-from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, define, rule
 
 if TYPE_CHECKING:
     from gpudoctor.facts.model import Snapshot
 
 AREA = "Logs & errors"
 NO_LOGS = "no log or error text among the inputs (pass them to `gpudoctor check`)"
-XID_URL = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 # Xids the driver logs while cleaning up after another fault (43: channel stopped after an application fault,
 # 45: preemptive removal after other errors or a killed process): attached to the cause on the same GPU.
 FOLLOW_ON_XIDS = (43, 45)
@@ -29,13 +28,7 @@ def _logs(ctx):
     return ctx.snap.logs
 
 
-@rule("SIG000", AREA, "info", "Error lines that no known signature explains",
-      ok="every error line matched a known signature",
-      why="The signature catalogue covers the common failures of GPU training hosts; an error it does not know "
-          "still needs a human. Listing the unexplained lines keeps them from being lost in a long log.",
-      fix="Read the lines below; search them in the PyTorch / NCCL issue trackers; add a signature to "
-          "rules/signatures.toml when the cause is established.",
-      sources=["rules/signatures.toml", "checklist C6"])
+@rule("SIG000")
 def unexplained(ctx):
     """Lists error-looking lines (Error, Exception, failed, WARN ...) of the given text that no signature matched."""
     if ctx.snap.logs is None:
@@ -162,7 +155,7 @@ def _register_signature(entry: dict) -> None:
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"
     check.__name__ = f"signature_{sid.lower()}"
-    rule(sid, AREA, entry["severity"], entry["title"], why=entry["cause"], fix=entry["remedy"],
+    define(sid, AREA, entry["severity"], entry["title"], why=entry["cause"], fix=entry["remedy"],
          sources=entry["sources"], ok=f"no '{entry['title']}' in the logs")(check)
 
 
@@ -175,12 +168,7 @@ for _entry in _ENTRIES:
     _register_signature(_entry)
 
 
-@rule("LOG000", AREA, "warning", "An input was recognised but not parsed",
-      ok="every input recognised and parsed",
-      why="A format gpudoctor recognises but cannot read in this build (or a paste too mangled to read) leaves its "
-          "facts out of the diagnosis: the rules that need them say 'not assessed'.",
-      fix="Check the note for each file; give the complete command output where it was cut, or a newer gpudoctor.",
-      sources=["docs/triage.md"])
+@rule("LOG000")
 def inputs(ctx):
     """Reports the inputs of `gpudoctor check` that were recognised but could not be turned into facts."""
     if not ctx.snap.inputs:
@@ -193,14 +181,7 @@ def inputs(ctx):
         yield ctx.finding(notes, data={"notes": notes})
 
 
-@rule("LOG001", AREA, "error", "XID errors in the kernel log",
-      ok="no XID error in the kernel log",
-      why="The NVIDIA driver logs an XID for every GPU fault it sees. Some mean the application failed (13, 31, 43), "
-          "others that the GPU or node needs a reset or service (48 double-bit ECC, 79 fallen off the bus, "
-          "64 row-remap failure, 74 NVLink, 119/120 GSP). The action per XID follows NVIDIA's XID catalogue "
-          "(rules/xid.toml).",
-      fix="Follow the action given per XID; drain the node for those that need a GPU reset or service.",
-      sources=[XID_URL, "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html", "checklist H20"])
+@rule("LOG001")
 def xids(ctx):
     """Groups the kernel log's 'NVRM: Xid (PCI:...): N' lines by XID and GPU, with meaning and action per XID."""
     logs = _logs(ctx)
@@ -236,15 +217,7 @@ def xids(ctx):
                                 "follow_on": follow})
 
 
-@rule("LOG002", AREA, "warning", "GPU Direct RDMA used by some nodes but not others",
-      ok="GPU Direct RDMA symmetric across the nodes in the NCCL log",
-      why="When one node's network transports show GDRDMA and another's do not, that node stages inter-node traffic "
-          "through host memory and limits the whole ring or tree: typically its peer-memory module (nvidia-peermem / "
-          "nv_peer_mem) is not loaded.",
-      fix="On the nodes without GDRDMA, load the peer-memory module (`sudo modprobe nvidia-peermem`; check "
-          "`lsmod | grep -E 'nvidia_peermem|nv_peer_mem'`) or enable DMA-BUF; re-run with NCCL_DEBUG=INFO and compare.",
-      sources=["https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#gpu-direct-rdma",
-               "https://github.com/NVIDIA/nccl-tests/issues/152", "checklist H11"])
+@rule("LOG002")
 def gdr_asymmetric(ctx):
     """Compares the 'via NET/IB/N[/GDRDMA]' transports of each host in the NCCL log."""
     logs = _logs(ctx)
@@ -262,14 +235,7 @@ def gdr_asymmetric(ctx):
                           data={"with_gdr": with_gdr, "without_gdr": without})
 
 
-@rule("LOG003", AREA, "error", "Container started without GPU access",
-      ok="container launches request GPUs",
-      why="`docker run` / `podman run` without --gpus (or the NVIDIA runtime / a CDI device) gives the container no "
-          "GPU devices and no driver libraries: CUDA reports no device and frameworks fall back to the CPU.",
-      fix="Start the container with `--gpus all` (NVIDIA Container Toolkit installed on the host), or request "
-          "nvidia.com/gpu in Kubernetes.",
-      sources=["https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html",
-               "checklist H1"])
+@rule("LOG003")
 def container_without_gpus(ctx):
     """Reads the docker/podman run command lines among the inputs and flags those that request no GPU."""
     logs = _logs(ctx)
@@ -283,15 +249,7 @@ def container_without_gpus(ctx):
                               data={"command": c[:300]})
 
 
-@rule("LOG004", AREA, "warning", "No CUDA peer access between GPUs",
-      ok="CUDA peer access available between the checked GPUs",
-      why="cudaDeviceCanAccessPeer = 0 means the driver offers no direct GPU-to-GPU path (PCIe through the CPU host "
-          "bridge on many platforms, IOMMU/ACS redirection, VMs). NCCL still works through SHM (slower); features that "
-          "require P2P or CUDA IPC between GPUs (custom all-reduce kernels, P2P copies) fail or must be disabled.",
-      fix="Disable P2P-only features (e.g. custom all-reduce in TensorRT-LLM / vLLM); on bare metal check ACS/IOMMU "
-          "(`lspci -vvv | grep ACSCtl`) and `nvidia-smi topo -p2p r`.",
-      sources=["https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html",
-               "https://github.com/NVIDIA/TensorRT-LLM/issues/1499", "checklist H7, H10"])
+@rule("LOG004")
 def peer_access(ctx):
     """Reads pasted cudaDeviceCanAccessPeer / torch.cuda.can_device_access_peer results."""
     logs = _logs(ctx)

@@ -6,9 +6,6 @@ import difflib
 from gpudoctor.compat import data
 from gpudoctor.rules.engine import NotAssessed, rule
 
-ENV_URL = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-TORCH_ENV_URL = "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html"
-
 
 def p2p_off_settings(env: dict) -> list[str]:
     """The settings in ``env`` that turn NCCL's P2P transport off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC/0)."""
@@ -24,14 +21,7 @@ def _nccl():
     return data.load("nccl_env")
 
 
-@rule("NCL001", "NCCL & environment", "warning", "NCCL algorithm or protocol forced",
-      ok="NCCL algorithm and protocol left to NCCL's tuner",
-      why="NCCL's tuner picks the algorithm (Ring, Tree, NVLS, ...) and protocol (LL, LL128, Simple) per message "
-          "size and topology. Forcing one (the 'golden settings' of old guides) overrides that choice for every "
-          "size and usually costs bandwidth; the NCCL guide discourages setting NCCL_PROTO and warns that forcing "
-          "LL128 where unsupported can corrupt data.",
-      fix="Unset NCCL_ALGO and NCCL_PROTO (keep them only for a measured, documented case).",
-      sources=[ENV_URL, "checklist H12"])
+@rule("NCL001")
 def forced_algo(ctx):
     """Flags NCCL_ALGO and NCCL_PROTO when set."""
     env = ctx.env()
@@ -40,12 +30,7 @@ def forced_algo(ctx):
             yield ctx.finding([f"{name}={env[name]}"], subject=name, remedy=f"unset {name}")
 
 
-@rule("NCL002", "NCCL & environment", "warning", "Obsolete NCCL variable",
-      ok='no obsolete NCCL variable',
-      why="Variables removed or renamed in NCCL are silently ignored (or only partly honoured), so the setting "
-          "the script relies on is not in effect.",
-      fix="Use the current name given below, or drop the variable.",
-      sources=[ENV_URL, "checklist H12"])
+@rule("NCL002")
 def obsolete(ctx):
     """Flags obsolete or renamed NCCL_* variables, with their replacement."""
     env = ctx.env()
@@ -56,11 +41,7 @@ def obsolete(ctx):
                               remedy=f"unset {name}; use {table[name]}")
 
 
-@rule("NCL003", "NCCL & environment", "warning", "Unknown (misspelled?) NCCL variable",
-      ok='no unknown NCCL variable',
-      why="NCCL ignores variables it does not know, so a typo silently leaves the default in place.",
-      fix="Correct the name (closest documented name shown) or remove it.",
-      sources=[ENV_URL, "checklist H12"])
+@rule("NCL003")
 def unknown(ctx):
     """Flags NCCL_* names not documented by NCCL (nor obsolete, nor PyTorch's old aliases), suggesting the closest."""
     env = ctx.env()
@@ -75,13 +56,7 @@ def unknown(ctx):
                               data={"suggestion": close[0] if close else None})
 
 
-@rule("NCL004", "NCCL & environment", "warning", "PyTorch NCCL variable under its old name",
-      ok='no deprecated PyTorch NCCL variable name',
-      why="PyTorch renamed its ProcessGroupNCCL variables with a TORCH_ prefix (e.g. NCCL_ASYNC_ERROR_HANDLING -> "
-          "TORCH_NCCL_ASYNC_ERROR_HANDLING); the old names are deprecated aliases that newer releases warn about "
-          "and will drop.",
-      fix="Rename the variable as shown.",
-      sources=[TORCH_ENV_URL, "checklist H13"])
+@rule("NCL004")
 def torch_renamed(ctx):
     """Flags NCCL_ASYNC_ERROR_HANDLING and the other deprecated PyTorch aliases."""
     env = ctx.env()
@@ -92,13 +67,7 @@ def torch_renamed(ctx):
                               remedy=f"export {table[name]}={env[name]}; unset {name}")
 
 
-@rule("NCL005", "NCCL & environment", "warning", "NCCL debugging variable set",
-      ok='no NCCL debugging variable set',
-      why="The NCCL guide lists these as debugging variables that 'should not be used in production nor retained "
-          "in scripts' because they force slower paths or may cause crashes or hangs. NCCL_P2P_DISABLE and "
-          "NCCL_SHM_DISABLE left over from a debugging session are a classic cause of '2 GPUs not faster than 1'.",
-      fix="Unset it unless a measured problem needs it.",
-      sources=[ENV_URL, "checklist H12"])
+@rule("NCL005")
 def debug_vars(ctx):
     """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides)."""
     env = ctx.env()
@@ -108,12 +77,7 @@ def debug_vars(ctx):
             yield ctx.finding([f"{name}={env[name]}: {table[name]}"], subject=name, remedy=f"unset {name}")
 
 
-@rule("NCL006", "NCCL & environment", "warning", "CUDA_LAUNCH_BLOCKING=1",
-      ok='CUDA_LAUNCH_BLOCKING not set',
-      why="It makes every kernel launch synchronous: useful to locate an error, much slower for training, and it "
-          "serialises DDP's overlap of communication with backward.",
-      fix="unset CUDA_LAUNCH_BLOCKING",
-      sources=["https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", "checklist H12"])
+@rule("NCL006")
 def launch_blocking(ctx):
     """Flags CUDA_LAUNCH_BLOCKING set to 1."""
     env = ctx.env()
@@ -121,14 +85,7 @@ def launch_blocking(ctx):
         yield ctx.finding(["CUDA_LAUNCH_BLOCKING=1"], subject="CUDA_LAUNCH_BLOCKING")
 
 
-@rule("NCL007", "NCCL & environment", "warning", "NCCL peer-to-peer disabled on GPUs joined by NVLink",
-      ok="NCCL P2P not disabled on NVLink-connected GPUs",
-      why="NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=LOC (0) forbids the P2P transport, so GPUs that share NVLink (or an "
-          "NVSwitch) exchange data through host memory (SHM) instead: all-reduce bus bandwidth falls from hundreds "
-          "of GB/s to a few tens.",
-      fix="Unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL (let NCCL choose); confirm in an NCCL_DEBUG=INFO log that "
-          "channels use 'via P2P/...' and with nccl-tests all_reduce_perf.",
-      sources=[ENV_URL, "https://github.com/NVIDIA/nccl-tests/issues/228", "checklist H7, H12"])
+@rule("NCL007")
 def p2p_off_on_nvlink(ctx):
     """Flags NCCL_P2P_DISABLE=1 / NCCL_P2P_LEVEL=LOC when GPUs are joined by NVLink: from NVML's (or
     `nvidia-smi nvlink -s`) NVLink state when known, else from NV# links in the `nvidia-smi topo -m` matrix."""

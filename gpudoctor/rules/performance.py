@@ -29,12 +29,6 @@ from gpudoctor.facts.perf import (
 )
 from gpudoctor.rules.engine import Ctx, NotApplicable, NotAssessed, rule
 
-AREA = "Confirmation runs"
-DOC = "docs/performance.md"
-SKU_DOC = "rules/perf_sku.toml"
-DCGM122 = "https://github.com/NVIDIA/DCGM/issues/122"
-NVML_REASONS = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
-
 
 def table() -> dict[str, Any]:
     """The parsed ``perf_sku.toml``."""
@@ -183,19 +177,7 @@ def _judge(ctx: Ctx, metric: str, unit: str, what: str) -> Iterator[Finding]:
         ctx.partial = "; ".join(unknown)
 
 
-FIX_SLOW = ("Read the reason: another process on the GPU (nvidia-smi --query-compute-apps) -> move it off; HW "
-            "slowdown / thermal / power brake -> airflow, power supply, the GPU's health (XIDs, ECC), RMA if it "
-            "repeats; clocks held by a setting -> reset application clocks. Re-run `gpudoctor scan` on an idle GPU, "
-            "and `gpudoctor burn` to see whether it holds under load.")
-
-
-@rule("PRF001", AREA, "error", "GPU GEMM throughput below its SKU's expected figure",
-      ok="GEMM throughput of every GPU at its SKU's (or the baseline's) expected figure",
-      why="A dense bf16 (fp16 on V100/T4) 8192^3 matrix product is the GPU's arithmetic ceiling for training. "
-          "A healthy GPU reaches a stable, known fraction of its datasheet peak (H200: 687 of 989 TFLOP/s "
-          "sustained at its 700 W power cap, ~790 in the first 0.1 s); less means it is shared, throttled or "
-          "faulty, and every training step runs slower by about as much.",
-      fix=FIX_SLOW, sources=[DOC, SKU_DOC, DCGM122, NVML_REASONS])
+@rule("PRF001")
 def gemm_low(ctx: Ctx) -> Iterator[Finding]:
     """Compares each GPU's self-test GEMM (median TFLOP/s over timed groups) with the fleet baseline for its
     model, else the SKU table's self-test figure, else a sourced burst figure x 0.87 (sustained), else datasheet
@@ -203,26 +185,14 @@ def gemm_low(ctx: Ctx) -> Iterator[Finding]:
     yield from _judge(ctx, "gemm", "TFLOP/s", "GEMM")
 
 
-@rule("PRF002", AREA, "error", "GPU memory (device-to-device copy) bandwidth below its SKU's expected figure",
-      ok="Device-to-device copy bandwidth of every GPU at its expected figure",
-      why="A large device-to-device copy measures the GPU's memory bandwidth (bytes read plus written), the "
-          "ceiling of every memory-bound kernel (optimizers, normalisation, attention at small head sizes). "
-          "A low figure means a co-tenant, a throttle, or a memory fault.",
-      fix=FIX_SLOW, sources=[DOC, SKU_DOC, NVML_REASONS])
+@rule("PRF002")
 def copy_low(ctx: Ctx) -> Iterator[Finding]:
     """Compares each GPU's self-test device copy (median GB/s, bytes read + written) with the baseline, else the
     table's measured figure, else 0.75 x datasheet bandwidth (warning only)."""
     yield from _judge(ctx, "copy", "GB/s", "device copy")
 
 
-@rule("PRF003", AREA, "warning", "A GPU slower than its sibling GPUs on the same node",
-      ok="Every GPU within 15% of the median of its node's GPUs of the same model",
-      why="GPUs of one model in one node should measure alike (GEMMs within a few %, pinned copies within 0.2 %). "
-          "One far below its siblings is shared, throttled, badly seated or faulty; this needs no table, so it also "
-          "covers SKUs without an expected figure. In NVIDIA/DCGM#122 an A100 at a third of its siblings' GEMM "
-          "speed passed `dcgmi diag -r xlong`.",
-      fix=FIX_SLOW + " For pinned copies: the GPU's PCIe link (PCI001), its NUMA placement.",
-      sources=[DOC, DCGM122])
+@rule("PRF003")
 def sibling_slow(ctx: Ctx) -> Iterator[Finding]:
     """For GEMM, device copy and pinned H2D/D2H: each GPU below the sibling fraction of the median of the node's
     GPUs of the same model is a finding naming it."""
@@ -276,14 +246,7 @@ def _ddp_expected(c: ConfirmationFacts, name: str | None, key: str) -> Expected 
     return None
 
 
-@rule("PRF004", AREA, "error", "DDP BERT-base step slower than expected for this GPU model",
-      ok="DDP BERT-base step time at the expected figure for this GPU model",
-      why="The DDP BERT-base step is the training workload itself; at batch 128 x seq 128 its time is stable to "
-          "~1 % on a healthy GPU. Slower than the same model's known-good figure means the GPU (see its GEMM "
-          "figure: shared or throttled) or, when the GEMM is normal, the host's launch path or CPU.",
-      fix="Look at PRF001/PRF005 for the GPU figures and their reason; if those are normal: CPU cores and NUMA of "
-          "the ranks, other CPU load, the torch build (HST/TRC rules).",
-      sources=[DOC, SKU_DOC])
+@rule("PRF004")
 def ddp_slow(ctx: Ctx) -> Iterator[Finding]:
     """Compares the DDP step's median time with the baseline or the SKU table for the same world size, batch,
     sequence length and precision (batch >= 64 only: smaller batches are launch-bound), and names the GPU
@@ -338,13 +301,7 @@ def _low(g: SelfTestGpu, base: PerfBaseline | None) -> bool:
     return any(m / e.value < verdict(k)["warning"] for m, e, k in known)
 
 
-@rule("PRF005", AREA, "error", "GPU throttled by a fault, hot, or shared during the self-test",
-      ok="No fault clock-event reason, no other process on the GPUs during the self-test",
-      why="NVML's clock-event reasons say why a GPU runs below its maximum clock. The software power cap at full "
-          "load is normal (DCGM and Azure never flag it); HW slowdown, HW/SW thermal slowdown and HW power brake "
-          "are faults (DCGM fails a run on them). Another process computing on the GPU takes its throughput.",
-      fix=FIX_SLOW, sources=[DOC, NVML_REASONS, "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/"
-                                              "feature-overview.html"])
+@rule("PRF005")
 def throttled(ctx: Ctx) -> Iterator[Finding]:
     """Reads the NVML samples taken during the self-test's timed part: fault reasons (error), a temperature
     within 5 °C of the GPU's slowdown threshold (warning), other processes with a compute context on the GPU
@@ -376,13 +333,7 @@ def throttled(ctx: Ctx) -> Iterator[Finding]:
         ctx.partial = "no NVML samples for " + ", ".join(no_samples)
 
 
-@rule("PRF006", AREA, "error", "All-reduce or pinned copies below the fleet baseline",
-      ok="All-reduce busbw and pinned copies at the fleet baseline",
-      why="A baseline recorded on a trusted node of the same model is the tightest expectation there is: the same "
-          "hardware, driver and torch. A figure well below it on this node is a fault of this node.",
-      fix="Compare the node's topology and links with the baseline node (`gpudoctor scan -v` on both): PCIe "
-          "generation/width, NVLink state, NUMA placement, NCCL variables.",
-      sources=[DOC, "rules/perf_sku.toml [verdict.baseline]"])
+@rule("PRF006")
 def below_baseline(ctx: Ctx) -> Iterator[Finding]:
     """With `scan --baseline`: the best all-reduce busbw at >= 256 MiB (same world size) and each GPU's pinned
     H2D/D2H against the baseline's figures for the GPU model."""

@@ -12,16 +12,6 @@ from __future__ import annotations
 from gpudoctor.facts import topology as T
 from gpudoctor.rules.engine import NotApplicable, NotAssessed
 
-AREA = "Topology"
-NCCL_GPU_TS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/gpu_troubleshooting.html"
-NCCL_TS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
-NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-NVML_TOPO = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
-FM_GUIDE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
-NVML_FABRIC = "https://docs.nvidia.com/deploy/nvml-api/api/structnvmlGpuFabricInfo__t.html"
-SYSFS_IB = "https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband"
-SYSFS_PCI = "https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-bus-pci"
-
 
 def _topo(ctx):
     t = ctx.snap.topology

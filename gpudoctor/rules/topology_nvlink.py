@@ -8,11 +8,6 @@ from gpudoctor.compat import data
 from gpudoctor.facts import topology as T
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.rules.topology import (
-    AREA,
-    FM_GUIDE,
-    NCCL_GPU_TS,
-    NVML_FABRIC,
-    NVML_TOPO,
     _multi_gpu,
     _n_gpus,
     _pairs_text,
@@ -20,19 +15,7 @@ from gpudoctor.rules.topology import (
 )
 
 
-@rule("TOP001", AREA, "warning", "GPUs without NVLink between them",
-      ok="every GPU reaches the others over NVLink",
-      why="Gradients cross the slowest link of the ring every step. Without NVLink they go over PCIe (16-63 GB/s "
-          "per direction at line rate, less through host bridges and sockets) instead of NVLink (hundreds of GB/s), "
-          "so a step's all-reduce of BERT-base gradients (~438 MB fp32) takes tens of ms and two GPUs may give only "
-          "~1.5x the speed of one. Without P2P (NVML status not OK) NCCL also copies through host memory.",
-      fix="Expect PCIe-bound scaling (overlap communication, larger batches, gradient accumulation, bf16 "
-          "gradients); for multi-GPU training prefer NVLink/NVSwitch machines. Check P2P with "
-          "`nvidia-smi topo -p2p rw` and measure with the confirmation run. PCIe peer-to-peer needs ACS "
-          "redirection off on the bridges between the GPUs (bare metal): check `sudo lspci -vvv | grep ACSCtl` "
-          "(ReqRedir+/CmpltRedir+ = on; NCCL may hang) and see TOP004.",
-      sources=["checklist H7", "checklist H10", NVML_TOPO, NCCL_GPU_TS,
-               "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"])
+@rule("TOP001")
 def no_nvlink(ctx):
     """Groups GPUs by NVLink connectivity (NV# in topo -m, NVSwitch links, NVML P2P NVLink status); more than
     one group means the ring crosses PCIe. Estimates the all-reduce time of BERT-base gradients at the PCIe
@@ -72,15 +55,7 @@ def no_nvlink(ctx):
         "bandwidth_source": t["pcie"]["source"]})
 
 
-@rule("TOP002", AREA, "warning", "GPU pairs cross CPU sockets (SYS)",
-      ok="no GPU pair crosses the inter-socket link",
-      why="A SYS path goes through the SMP interconnect between NUMA nodes (QPI/UPI/Infinity Fabric): lower "
-          "bandwidth and higher latency than a path inside one socket, and PCIe P2P across sockets is often not "
-          "supported, so NCCL copies through host memory.",
-      fix="Run a job's ranks on GPUs of one socket (CUDA_VISIBLE_DEVICES) where possible; bind each rank to its "
-          "GPU's NUMA node (CPU Affinity column); for training across all GPUs, expect SYS pairs to bound the "
-          "all-reduce bandwidth.",
-      sources=["checklist H10", "nvidia-smi topo -m legend (SYS)", NCCL_GPU_TS])
+@rule("TOP002")
 def cross_socket(ctx):
     """Lists GPU pairs whose best path is SYS (topo -m, or NVML common ancestor SYSTEM) and that are not in the
     same NVLink group (a DGX-1 cube mesh reaches SYS pairs over NVLink), and shows each GPU's NUMA affinity."""
@@ -103,16 +78,7 @@ def cross_socket(ctx):
     yield ctx.finding(ev, subject="GPU pairs", data={"pairs": [[p.a, p.b] for p in sys_pairs], "total": len(pairs)})
 
 
-@rule("TOP006", AREA, "error", "NVLink down, fewer links than expected, or link errors",
-      ok="all expected NVLinks active, no error counts",
-      why="An inactive NVLink lowers the GPU's NVLink bandwidth (each H100 link is 1/18 of it) and can make NCCL "
-          "route over PCIe; CRC/replay/recovery counts point to a bad link, cable or baseboard (XID 74).",
-      fix="Check `nvidia-smi nvlink -s` and `nvidia-smi nvlink -e`; reset the GPU or reboot; if links stay down or "
-          "errors keep rising, drain the node and open a hardware ticket.",
-      sources=[NVML_TOPO, "https://docs.nvidia.com/deploy/xid-errors/index.html (XID 74)",
-               "https://docs.nvidia.com/datacenter/dcgm/latest/learn/core-services/topology-and-links.html "
-               "(error counters: did the total increase during an interval)",
-               "rules/topology.toml [[nvlink.expected]] (link counts per SKU with sources)"])
+@rule("TOP006")
 def nvlink_health(ctx):
     """Counts active NVLinks per GPU (NVML) against the expected count for known SKUs (rules/topology.toml), lists
     inactive links; CRC/replay/recovery counters that rose during the confirmation runs are a warning, counts
@@ -167,15 +133,7 @@ def nvlink_health(ctx):
                               data={"errors": errs})
 
 
-@rule("TOP007", AREA, "error", "NVSwitch fabric not ready",
-      ok="GPUs registered with the NVSwitch fabric (state completed, status success)",
-      why="On NVSwitch systems (HGX/DGX A100, H100, H200, B200) CUDA cannot create a context until the Fabric "
-          "Manager has configured the fabric and registered the GPU: every CUDA program fails with error 802 "
-          "'system not yet initialized' although nvidia-smi works.",
-      fix="Install nvidia-fabricmanager of exactly the driver's version and start it (`systemctl enable --now "
-          "nvidia-fabricmanager`); check `nvidia-smi -q | grep -A3 Fabric` (State Completed, Status Success).",
-      sources=[FM_GUIDE, NVML_FABRIC, "https://github.com/NVIDIA/gpu-operator/issues/1043",
-               "CUDA driver_types.h: cudaErrorSystemNotReady = 802"])
+@rule("TOP007")
 def fabric_not_ready(ctx):
     """Reads NVML's GPU fabric info per GPU (versioned struct, isolated worker): state not started / in progress,
     or completed with a failure status, or an unhealthy summary."""
@@ -207,14 +165,7 @@ def fabric_not_ready(ctx):
                               data=f.model_dump())
 
 
-@rule("TOP013", AREA, "warning", "nvidia-smi topo and NVML disagree about GPU paths",
-      ok="nvidia-smi topo -m and NVML agree",
-      why="Both read the driver's view of the PCIe/NVLink topology; when they differ (a relation, the GPU count, "
-          "an NV# pair without NVLink P2P) one of them is stale or the host changed (GPU fell off the bus, hot "
-          "reset, a VM with a virtual topology), and NCCL's own topology detection may be wrong too.",
-      fix="Re-run `nvidia-smi topo -m` and the scan; check `dmesg` for GPU/PCIe errors; in a VM, give NCCL the "
-          "real topology (NCCL_TOPO_FILE).",
-      sources=[NVML_TOPO, "nvidia-smi topo -m", NCCL_GPU_TS])
+@rule("TOP013")
 def sources_disagree(ctx):
     """Compares topo -m relations with NVML's common ancestor (PCIe classes) and NV# pairs with NVML's NVLink P2P
     status, and the GPU counts of both sources."""

@@ -7,9 +7,6 @@ from __future__ import annotations
 from gpudoctor.facts import topology as T
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.rules.topology import (
-    AREA,
-    NCCL_GPU_TS,
-    SYSFS_PCI,
     _busy,
     _is_vm,
     _multi_gpu,
@@ -17,16 +14,7 @@ from gpudoctor.rules.topology import (
 )
 
 
-@rule("TOP003", AREA, "warning", "PCIe hop negotiated below its capability",
-      ok="every PCIe hop on the GPU and NIC paths runs at its full width (and generation under load)",
-      why="A GPU is only as fast as the narrowest hop to the CPU: a x16 GPU behind a switch whose uplink trained at "
-          "x8, or a root port at Gen3 instead of Gen5, halves or quarters host<->GPU and NIC bandwidth. Width is "
-          "judged always; generation only under load, because idle GPUs lower their link generation to save power "
-          "(a Gen1 idle reading is normal).",
-      fix="Reseat the card or riser, move it to a full-width slot, set the slot's link speed to Auto/maximum in the "
-          "BIOS, check bifurcation; re-measure under load (`nvidia-smi -q -d PCIE`, `lspci -vvv` LnkSta).",
-      sources=["checklist H8", SYSFS_PCI, "https://forums.developer.nvidia.com/t/prevent-pcie-from-reducing-gen/72537",
-               "lspci(8) LnkCap/LnkSta"])
+@rule("TOP003")
 def hop_below_capability(ctx):
     """Checks every device on each GPU's and NIC's path to the root port (sysfs current vs max link width and
     speed, lspci '(downgraded)'), and hops narrower than the GPU below them. Generation drops on GPU paths are
@@ -82,17 +70,7 @@ def hop_below_capability(ctx):
                           + "; ".join(idle_notes))
 
 
-@rule("TOP004", AREA, "error", "ACS redirects peer-to-peer traffic on a PCIe bridge",
-      ok="ACS redirect off on the bridges between the GPUs",
-      why="With ACS Request/Completion Redirect enabled on a switch or root port, GPU peer-to-peer and GPUDirect "
-          "RDMA traffic is forced up to the root complex (and the IOMMU): NCCL's P2P transport slows down, hangs "
-          "in the first all-reduce, or crashes (NCCL issues 2079, 304). Bare metal only: virtual machines need "
-          "ACS for device isolation.",
-      fix="Disable ACS in the BIOS (IO virtualization / VT-d / ACS), or per bridge `sudo setpci -s <BDF> "
-          "ECAP_ACS+0x6.w=0000` (re-apply after every reboot); as a stop-gap NCCL_P2P_DISABLE=1. Verify with "
-          "`sudo lspci -vvv | grep ACSCtl` (ReqRedir- CmpltRedir-).",
-      sources=[NCCL_GPU_TS, "checklist H10", "https://github.com/NVIDIA/nccl/issues/2079",
-               "https://github.com/NVIDIA/nccl/issues/304", "PCIe base spec 7.7.8 (ACS control register)"])
+@rule("TOP004")
 def acs_redirect(ctx):
     """Reads ACSCtl of the bridges on the GPUs' paths (config space as root, or lspci -vvv); redirect = ReqRedir+
     or CmpltRedir+ (SrcValid+ alone does not redirect). Without root, ACS is 'not assessed (needs root)', never
@@ -127,14 +105,7 @@ def acs_redirect(ctx):
                           f"({', '.join(unknown[:6])}); run `sudo lspci -vvv | grep ACSCtl`")
 
 
-@rule("TOP005", AREA, "warning", "IOMMU translates GPU DMA on bare metal",
-      ok="IOMMU off or in passthrough mode for the GPUs",
-      why="With the IOMMU translating DMA (VT-d/AMD-Vi, group type DMA or DMA-FQ), PCIe peer-to-peer between GPUs "
-          "is redirected through the root complex: the NCCL guide reports large slowdowns or hangs. Passthrough "
-          "(iommu=pt) keeps the IOMMU available for VFIO but maps GPUs 1:1.",
-      fix="Boot with `iommu=pt` (or `intel_iommu=on iommu=pt` / `amd_iommu=on iommu=pt`), or disable VT-d/AMD-Vi "
-          "in the BIOS if nothing needs it; re-check /sys/bus/pci/devices/<gpu>/iommu_group/type = identity.",
-      sources=[NCCL_GPU_TS, "checklist H10", "https://docs.kernel.org/admin-guide/kernel-parameters.html (iommu=pt)"])
+@rule("TOP005")
 def iommu_translated(ctx):
     """Reads the IOMMU group type of each GPU (sysfs) and the iommu kernel parameters; bare-metal multi-GPU
     hosts only."""

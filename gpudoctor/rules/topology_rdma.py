@@ -7,11 +7,6 @@ from __future__ import annotations
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.rules.nccl_env import _socket_if_match, multi_node
 from gpudoctor.rules.topology import (
-    AREA,
-    NCCL_ENV,
-    NCCL_GPU_TS,
-    NCCL_TS,
-    SYSFS_IB,
     _active_rdma,
     _env,
     _ib,
@@ -19,14 +14,7 @@ from gpudoctor.rules.topology import (
 )
 
 
-@rule("TOP008", AREA, "warning", "InfiniBand/RoCE port down or below its peers' rate",
-      ok="RDMA ports active at the same rate",
-      why="NCCL spreads inter-node traffic over the HCAs next to each GPU; a port that is down (or up but not "
-          "ACTIVE: no subnet manager) or trained at a lower rate than its peers caps the whole ring at its speed.",
-      fix="Check cables and switch ports (`ibstat`, `ibv_devinfo`); an INIT/ARMED port needs a running subnet "
-          "manager (opensm/UFM); a low rate needs the cable/transceiver or switch port fixed. Exclude unused ports "
-          "with NCCL_IB_HCA.",
-      sources=["checklist H11", SYSFS_IB, NCCL_TS])
+@rule("TOP008")
 def ib_ports(ctx):
     """Reads state, phys_state, rate and link layer of every port in /sys/class/infiniband; flags ports that are
     not ACTIVE and ACTIVE ports slower than the fastest port of the same HCA type and link layer."""
@@ -49,13 +37,7 @@ def ib_ports(ctx):
                               subject=name, data={**p.model_dump(), "peer_rate_gbps": top})
 
 
-@rule("TOP009", AREA, "warning", "NCCL_IB_DISABLE=1 while InfiniBand/RoCE is active",
-      ok="NCCL may use the active RDMA ports",
-      why="Inside one node NCCL uses NVLink/P2P/SHM and NCCL_IB_DISABLE changes nothing; across nodes it forces "
-          "TCP sockets instead of RDMA, a fraction of the bandwidth with more CPU load. So: a warning for a "
-          "multi-node job, a note on one node.",
-      fix="unset NCCL_IB_DISABLE (or set it to 0) for multi-node jobs.",
-      sources=["checklist H11", NCCL_ENV])
+@rule("TOP009")
 def ib_disabled(ctx):
     """Flags NCCL_IB_DISABLE=1 when an RDMA port is ACTIVE; severity warning when WORLD_SIZE > LOCAL_WORLD_SIZE or
     SLURM_NNODES > 1, info on one node or when the job size is unknown."""
@@ -75,14 +57,7 @@ def ib_disabled(ctx):
                       subject="NCCL_IB_DISABLE", severity="warning" if mn else "info", data={"multi_node": mn})
 
 
-@rule("TOP010", AREA, "error", "NCCL_SOCKET_IFNAME matches no network interface",
-      ok="NCCL_SOCKET_IFNAME unset or naming existing interfaces",
-      why="NCCL uses only the interfaces NCCL_SOCKET_IFNAME selects (prefix match; '^' excludes, '=' exact) for "
-          "bootstrap and socket traffic; an interface name that does not exist (copied from another cluster: eth0 "
-          "vs ens5) makes init fail with 'no socket interface found' or hang.",
-      fix="Set NCCL_SOCKET_IFNAME to an interface listed by `ip -br link` (e.g. the prefix 'ens' or '=ens5'), or "
-          "unset it.",
-      sources=[NCCL_ENV, "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"])
+@rule("TOP010")
 def socket_ifname(ctx):
     """Matches NCCL_SOCKET_IFNAME against /sys/class/net with NCCL's prefix, '^' (exclude) and '=' (exact) rules:
     error when it selects no interface, warning for list entries that match nothing."""
@@ -106,14 +81,7 @@ def socket_ifname(ctx):
                           data={"interfaces": names, "selected": selected, "unmatched": dead})
 
 
-@rule("TOP011", AREA, "warning", "GPU without a NIC on its own socket / NUMA node",
-      ok="every GPU has an RDMA NIC on its side of the CPU interconnect",
-      why="Inter-node traffic of a GPU whose closest NIC is SYS (other socket / NUMA node) crosses the inter-socket "
-          "link twice and cannot use GPUDirect RDMA efficiently; multi-node all-reduce slows to the worst GPU. "
-          "Matters for multi-node jobs only (a note on one node).",
-      fix="Use a node type with one NIC per GPU pair/socket, or restrict multi-node jobs to the GPUs next to the "
-          "NICs; keep NCCL's default NIC selection (NCCL_IB_HCA unset) so each GPU uses its closest NIC.",
-      sources=["checklist H10", "checklist H11", NCCL_GPU_TS, "nvidia-smi topo -m (GPU-NIC relations)"])
+@rule("TOP011")
 def nic_locality(ctx):
     """For each GPU, the closest NIC in the topo matrix (PIX < PXB < PHB < NODE < SYS), or the NUMA nodes of the
     RDMA devices in sysfs: flags GPUs whose best NIC is SYS / on another NUMA node. Warning for multi-node jobs,
@@ -155,16 +123,7 @@ def nic_locality(ctx):
                       subject=", ".join(far), severity="warning" if mn else "info", data={"gpus": far, "best": detail})
 
 
-@rule("TOP012", AREA, "warning", "RDMA without GPUDirect (nvidia_peermem) or with a small memlock limit",
-      ok="GPUDirect RDMA module loaded and memlock unlimited",
-      why="Without nvidia_peermem (or DMA-BUF) the NIC cannot read GPU memory: NCCL stages inter-node traffic "
-          "through host memory (NCCL logs 'GPU Direct RDMA Disabled'; bandwidth fell ~10x in NCCL issue 1676). "
-          "RDMA also pins memory: a small memlock limit makes ibv_reg_mr fail ('Cannot allocate memory').",
-      fix="`sudo modprobe nvidia-peermem` (and load it at boot), or use DMA-BUF (open kernel modules, recent "
-          "kernel and NCCL); set memlock unlimited (/etc/security/limits.conf, systemd LimitMEMLOCK=infinity, "
-          "docker --ulimit memlock=-1) and verify inside the launcher (`ulimit -l`).",
-      sources=[NCCL_GPU_TS, NCCL_TS, "https://github.com/NVIDIA/nccl/issues/1676",
-               "https://github.com/NVIDIA/nccl-tests/issues/206", "rules/topology.toml [memlock]"])
+@rule("TOP012")
 def rdma_prereqs(ctx):
     """With an ACTIVE RDMA port: checks that nvidia_peermem / nv_peer_mem is loaded (/proc/modules) and that the
     memlock soft limit is unlimited."""

@@ -5,7 +5,6 @@ from gpudoctor.compat.versions import cc_tuple, visible_device_count
 from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
-MVC_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 INSTALL_URL = "https://pytorch.org/get-started/locally/"
 
 
@@ -30,12 +29,7 @@ def _index_hint(ctx) -> str:
     return (f"pip install 'torch=={release}.*' --index-url https://download.pytorch.org/whl/{variant}{how}")
 
 
-@rule("TRC001", "PyTorch", "error", "PyTorch is not installed in the target interpreter",
-      ok='PyTorch importable in the target interpreter',
-      why="The training script's interpreter cannot import torch, so nothing else can be checked or run.",
-      fix="Install a CUDA build of PyTorch into that interpreter (gpudoctor never installs it for you), "
-          "or point gpudoctor at the right one with --python.",
-      sources=[INSTALL_URL, "checklist H1"])
+@rule("TRC001")
 def torch_missing(ctx):
     """Fires when the target interpreter has no importable torch (or importing it fails)."""
     t = _torch(ctx, "installed")
@@ -51,11 +45,7 @@ def torch_missing(ctx):
         )
 
 
-@rule("TRC002", "PyTorch", "error", "CPU-only PyTorch build on a GPU host",
-      ok='PyTorch is a CUDA build',
-      why="A CPU-only wheel (torch.version.cuda is None, e.g. '+cpu') cannot use the GPUs at all.",
-      fix="Replace it with a CUDA build that matches the driver.",
-      sources=[INSTALL_URL, "checklist H1, H5"])
+@rule("TRC002")
 def cpu_only_build(ctx):
     """Fires when torch has no CUDA (nor ROCm) support while NVML sees NVIDIA GPUs."""
     t = _torch(ctx, "installed", "cuda")
@@ -70,16 +60,7 @@ def cpu_only_build(ctx):
                           data={"torch": t.version, "gpu_count": n})
 
 
-@rule("TRC003", "PyTorch", "error", "PyTorch's CUDA runtime is newer than the driver supports",
-      ok="PyTorch's CUDA runtime supported by the driver",
-      why="A CUDA runtime newer than the driver fails at initialisation ('CUDA driver version is insufficient "
-          "for CUDA runtime version') unless CUDA minor-version compatibility covers it: same CUDA major and a "
-          "driver at or above that major's minimum. Under minor-version compatibility, code that JIT-compiles "
-          "newer PTX and features that need the newer driver still fail (cudaErrorCallRequiresNewerDriver, "
-          "cudaErrorUnsupportedPtxVersion).",
-      fix="Upgrade the NVIDIA driver to the branch that matches torch's CUDA, or install a torch wheel built "
-          "for the CUDA the driver supports.",
-      sources=[MVC_URL, "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html", "checklist H2, H21"])
+@rule("TRC003")
 def runtime_vs_driver(ctx):
     """Compares torch.version.cuda with the driver (version and the CUDA it reports, from NVML) using the
     toolkit-driver and minor-version-compatibility tables of rules/compat_cuda.toml."""
@@ -136,16 +117,7 @@ def _under_mvc(ctx, t) -> bool:
     return bool(nv and nv.available and verdict_of(t.cuda, nv.driver_version, nv.cuda_driver_version).status == CAVEAT)
 
 
-@rule("TRC004", "PyTorch", "error", "GPU architecture missing from torch's arch list",
-      ok='torch arch list covers every GPU',
-      why="A torch build carries machine code (cubins) for a list of architectures. A GPU whose compute "
-          "capability is not covered by a cubin of the same major and lower-or-equal minor fails with "
-          "'no kernel image is available for execution on the device'; if only PTX covers it, kernels are "
-          "JIT-compiled at first use (slow start, large cache).",
-      fix="Install a torch build whose arch list includes this GPU (see torch.cuda.get_arch_list()), or build "
-          "from source with TORCH_CUDA_ARCH_LIST set to the GPU's capability.",
-      sources=["https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
-               "https://docs.nvidia.com/cuda/blackwell-compatibility-guide/index.html", "checklist H3"])
+@rule("TRC004")
 def arch_list(ctx):
     """Checks every GPU's compute capability against torch.cuda.get_arch_list(); when torch could not
     report it (CUDA not initialised) it uses the official wheel's arch list from rules/compat_torch.toml."""
@@ -186,14 +158,7 @@ def arch_list(ctx):
             yield ctx.finding(ev, subject=f"GPU {g.index}", data=v.data)
 
 
-@rule("TRC005", "PyTorch", "error", "torch does not see the GPUs NVML sees",
-      ok='torch sees every GPU NVML sees',
-      why="If torch.cuda.is_available() is False or device_count() differs from the GPUs the driver exposes "
-          "(after CUDA_VISIBLE_DEVICES), DDP starts fewer ranks than planned or fails to start.",
-      fix="Read the CUDA initialisation error below; check CUDA_VISIBLE_DEVICES, the container's GPU request, "
-          "and that the fabric manager is running on NVSwitch systems (error 802).",
-      sources=["https://pytorch.org/docs/stable/notes/cuda.html",
-               "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars", "checklist H5"])
+@rule("TRC005")
 def device_count(ctx):
     """Compares torch.cuda.device_count() with NVML's GPU count filtered by CUDA_VISIBLE_DEVICES."""
     t = _torch(ctx, "installed", "cuda", "cuda_available")
