@@ -15,13 +15,18 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Unknown:
-    """A fact the inputs did not give; ``reason`` says why (one line)."""
+class _Absent:
+    """A fact without a value; ``reason`` says why (one line). Falsy, so ``if value:`` reads it as no value."""
 
     reason: str
 
     def __bool__(self) -> bool:
         return False
+
+
+@dataclass(frozen=True)
+class Unknown(_Absent):
+    """A fact the inputs did not give; ``reason`` says why (one line)."""
 
     def __str__(self) -> str:
         return "N/A"
@@ -33,13 +38,8 @@ class Unknown:
 
 
 @dataclass(frozen=True)
-class NotApplicable:
+class NotApplicable(_Absent):
     """A fact that does not exist here; ``reason`` says why."""
-
-    reason: str
-
-    def __bool__(self) -> bool:
-        return False
 
     def __str__(self) -> str:
         return "n/a"

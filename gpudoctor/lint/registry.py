@@ -8,10 +8,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpudoctor.compat import data
 from gpudoctor.lint.context import FileContext
 from gpudoctor.lint.model import Edit, Severity
+from gpudoctor.rules.pages import rule_page
 
 #: what a check yields: the node the finding points at, the message, and the fix's edits (may be empty)
 Hit = tuple[ast.AST, str, list[Edit]]
@@ -50,7 +52,7 @@ LINT_RULES: dict[str, LintSpec] = {}
 META = "lint_meta"  # rules/lint_meta.toml
 
 
-def meta() -> dict[str, dict[str, str]]:
+def meta() -> dict[str, dict[str, Any]]:
     """The lint rules' metadata rows of rules/lint_meta.toml, by rule id."""
     return data.load(META)
 
@@ -90,13 +92,9 @@ def load() -> dict[str, LintSpec]:
 
 def spec_markdown(spec: LintSpec, level: int = 1) -> str:
     """The explain page of one lint rule: what, why, example, fix, sources."""
-    h = "#" * level
-    src = "\n".join(f"- {s}" for s in spec.sources)
-    return (f"{h} {spec.id}: {spec.title}\n\n"
-            f"Severity: **{spec.severity}** · Area: {spec.area} · Checklist: {spec.checklist}\n\n"
-            f"**What it checks.** {spec.what}\n\n**Why it matters.** {spec.why}\n\n"
-            f"**Example (flagged).**\n\n```python\n{spec.bad}\n```\n\n"
-            f"**How to fix.** {spec.fix}\n\n```python\n{spec.good}\n```\n\n**Sources.**\n{src}\n")
+    return rule_page(spec, level, meta=f" · Checklist: {spec.checklist}",
+                     example=f"**Example (flagged).**\n\n```python\n{spec.bad}\n```\n\n",
+                     fixed=f"```python\n{spec.good}\n```\n\n")
 
 
 def family_page() -> str:

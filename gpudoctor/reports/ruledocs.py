@@ -3,17 +3,13 @@ from __future__ import annotations
 
 from gpudoctor.rules.engine import REGISTRY, RuleSpec
 from gpudoctor.rules.families import FAMILIES as RULE_FAMILIES
+from gpudoctor.rules.pages import rule_page
 
 FAMILIES = {f.prefix: f.title for f in RULE_FAMILIES}
 
 
 def rule_markdown(spec: RuleSpec, level: int = 1) -> str:
-    h = "#" * level
-    src = "\n".join(f"- {s}" for s in spec.sources)
-    return (f"{h} {spec.id}: {spec.title}\n\n"
-            f"Severity: **{spec.severity}** · Area: {spec.area}\n\n"
-            f"**What it checks.** {spec.what}\n\n**Why it matters.** {spec.why}\n\n"
-            f"**How to fix.** {spec.fix}\n\n**Sources.**\n{src}\n")
+    return rule_page(spec, level)
 
 
 def family_page(family: str) -> str:

@@ -23,7 +23,7 @@ from gpudoctor.rules.cluster_compare import (  # noqa: F401 (re-exported)
     names,
     split_majority,
 )
-from gpudoctor.rules.engine import REGISTRY, NotApplicable, NotAssessed, rule
+from gpudoctor.rules.engine import REGISTRY, NotApplicable, NotAssessed, rule, run
 
 
 @rule("CLU001")
@@ -226,22 +226,7 @@ def evaluate_cluster(nodes: Sequence[NodeEntry], allreduce: AllReduceResult | No
     for spec in REGISTRY.values():
         if spec.scope != "cluster":
             continue
-        ctx = ClusterCtx(nodes, spec, allreduce, pairwise)
-        try:
-            got = [f for f in (spec.func(ctx) or []) if f is not None]
-        except NotAssessed as exc:
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                        status="not_assessed", reason=str(exc)))
-            continue
-        except NotApplicable as exc:
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                        status="not_applicable", reason=str(exc)))
-            continue
-        except Exception as exc:  # a rule bug is reported, never a traceback
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                        status="not_assessed", reason=f"rule error: {type(exc).__name__}: {exc}"))
-            continue
+        got, out = run(spec, ClusterCtx(nodes, spec, allreduce, pairwise))
         findings.extend(got)
-        outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                    status="fail" if got else "pass"))
+        outcomes.append(out)
     return findings, outcomes

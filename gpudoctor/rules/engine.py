@@ -10,7 +10,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from gpudoctor.compat import data
 from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Summary
@@ -51,6 +51,7 @@ class RuleSpec:
 
 REGISTRY: dict[str, RuleSpec] = {}
 META = "rule_meta"  # rules/rule_meta.toml
+Status = Literal["pass", "fail", "not_assessed", "not_applicable"]  # RuleOutcome.status
 
 
 def define(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
@@ -195,6 +196,26 @@ class Ctx:
         return self.snap.env.variables
 
 
+def run(spec: RuleSpec, ctx: Ctx) -> tuple[list[Finding], RuleOutcome]:
+    """Run one rule: its findings and its outcome (fail / pass / not assessed / not applicable). A rule bug is
+    a not-assessed outcome naming the exception and where it was raised, never a traceback."""
+
+    def outcome(status: Status, reason: str | None = None) -> RuleOutcome:
+        return RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok, status=status,
+                           reason=reason)
+
+    try:
+        got = [f for f in (spec.func(ctx) or []) if f is not None]
+    except (NotAssessed, NotApplicable) as exc:
+        return [], outcome("not_assessed" if isinstance(exc, NotAssessed) else "not_applicable", str(exc))
+    except Exception as exc:  # a rule bug is reported, never a traceback
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        return [], outcome("not_assessed", f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})")
+    if not got and ctx.partial:
+        return [], outcome("not_assessed", f"nothing found, but {ctx.partial}")
+    return got, outcome("fail" if got else "pass")
+
+
 def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
     """Run the registered rules (or the ``only`` ids) over ``snap``; return the full Report."""
     findings: list[Finding] = []
@@ -203,34 +224,9 @@ def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
     for spec in REGISTRY.values():
         if spec.scope != "node" or (wanted is not None and spec.id not in wanted):
             continue
-        ctx = Ctx(snap, spec)
-        try:
-            got = list(spec.func(ctx) or [])
-        except (NotAssessed, NotApplicable) as exc:
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                        status="not_assessed" if isinstance(exc, NotAssessed) else "not_applicable",
-                                        reason=str(exc)))
-            continue
-        except Exception as exc:  # a rule bug is reported, never a traceback
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            outcomes.append(
-                RuleOutcome(
-                    rule_id=spec.id,
-                    area=spec.area,
-                    title=spec.title,
-                    check=spec.ok,
-                    status="not_assessed",
-                    reason=f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})",
-                )
-            )
-            continue
-        if not got and ctx.partial:
-            outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                        status="not_assessed", reason=f"nothing found, but {ctx.partial}"))
-            continue
+        got, out = run(spec, Ctx(snap, spec))
         findings.extend(got)
-        outcomes.append(RuleOutcome(rule_id=spec.id, area=spec.area, title=spec.title, check=spec.ok,
-                                    status="fail" if got else "pass"))
+        outcomes.append(out)
     return Report(snapshot=snap, findings=findings, outcomes=outcomes, summary=summarize(snap, findings, outcomes))
 
 

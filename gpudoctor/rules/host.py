@@ -17,13 +17,20 @@ def _gpus_or_na(ctx) -> int:
     return n
 
 
+def _share(ctx, section: str, field: str, what: str):
+    """The GPU count and the host facts ``section`` to divide among the GPUs; NotAssessed when the section is
+    missing or its ``field`` is empty."""
+    n = _gpus_or_na(ctx)
+    facts = getattr(ctx.snap, section)
+    if facts is None or not getattr(facts, field):
+        raise NotAssessed(f"{what} facts missing")
+    return n, facts
+
+
 @rule("HST001")
 def cores_per_gpu(ctx):
     """Usable physical cores (affinity and cgroup quota, scaled by cores/threads) divided by the GPU count."""
-    n = _gpus_or_na(ctx)
-    cpu = ctx.snap.cpu
-    if cpu is None or not cpu.usable_cores:
-        raise NotAssessed("CPU facts missing")
+    n, cpu = _share(ctx, "cpu", "usable_cores", "CPU")
     smt = (cpu.logical_cores / cpu.physical_cores) if cpu.physical_cores and cpu.logical_cores else 1.0
     physical = cpu.usable_cores / max(smt, 1.0)
     per_gpu = physical / n
@@ -39,10 +46,7 @@ def cores_per_gpu(ctx):
 @rule("HST002")
 def ram_per_gpu(ctx):
     """min(RAM, cgroup limit) in GiB divided by the GPU count."""
-    n = _gpus_or_na(ctx)
-    mem = ctx.snap.memory
-    if mem is None or not mem.total_bytes:
-        raise NotAssessed("memory facts missing")
+    n, mem = _share(ctx, "memory", "total_bytes", "memory")
     usable = min(mem.total_bytes, mem.cgroup_limit_bytes or mem.total_bytes)
     per_gpu = usable / GIB / n
     need = data.threshold("host.ram_per_gpu", "min_gib")
@@ -60,9 +64,7 @@ def ram_per_gpu(ctx):
 @rule("HST003")
 def dev_shm(ctx):
     """Compares the size of /dev/shm (bytes) with the threshold."""
-    mem = ctx.snap.memory
-    if mem is None:
-        raise NotAssessed("memory facts missing")
+    mem = ctx.require("memory")
     if mem.shm_total_bytes is None:
         if not ctx.known("memory", "shm_total_bytes"):
             raise NotAssessed(f"/dev/shm size not in the facts (from {mem.source})")
@@ -79,9 +81,7 @@ def dev_shm(ctx):
 @rule("HST004")
 def rotational(ctx):
     """Reads sysfs queue/rotational of the disk holding --data-path; a virtual disk's flag is not trusted."""
-    st = ctx.snap.storage
-    if st is None:
-        raise NotAssessed("storage facts missing")
+    st = ctx.require("storage")
     if st.rotational is None:
         raise NotApplicable(f"{st.path} is not on a local block device ({st.fs_type or 'unknown fs'})")
     if not st.rotational:

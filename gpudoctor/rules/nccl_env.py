@@ -21,6 +21,13 @@ def _nccl():
     return data.load("nccl_env")
 
 
+def _listed(ctx, table: str) -> list[tuple[str, str, str]]:
+    """(name, value, the table's entry) for each environment variable named in rules/nccl_env.toml's ``table``."""
+    env = ctx.env()
+    entries = _nccl()[table]
+    return [(name, env[name], entries[name]) for name in sorted(env) if name in entries]
+
+
 @rule("NCL001")
 def forced_algo(ctx):
     """Flags NCCL_ALGO and NCCL_PROTO when set."""
@@ -33,12 +40,8 @@ def forced_algo(ctx):
 @rule("NCL002")
 def obsolete(ctx):
     """Flags obsolete or renamed NCCL_* variables, with their replacement."""
-    env = ctx.env()
-    table = _nccl()["obsolete"]
-    for name in sorted(env):
-        if name in table:
-            yield ctx.finding([f"{name}={env[name]}: obsolete; use {table[name]}"], subject=name,
-                              remedy=f"unset {name}; use {table[name]}")
+    for name, value, new in _listed(ctx, "obsolete"):
+        yield ctx.finding([f"{name}={value}: obsolete; use {new}"], subject=name, remedy=f"unset {name}; use {new}")
 
 
 @rule("NCL003")
@@ -59,22 +62,17 @@ def unknown(ctx):
 @rule("NCL004")
 def torch_renamed(ctx):
     """Flags NCCL_ASYNC_ERROR_HANDLING and the other deprecated PyTorch aliases."""
-    env = ctx.env()
-    table = _nccl()["torch_renamed"]
-    for name in sorted(env):
-        if name in table:
-            yield ctx.finding([f"{name}={env[name]}: deprecated alias of {table[name]}"], subject=name,
-                              remedy=f"export {table[name]}={env[name]}; unset {name}")
+    for name, value, new in _listed(ctx, "torch_renamed"):
+        yield ctx.finding([f"{name}={value}: deprecated alias of {new}"], subject=name,
+                          remedy=f"export {new}={value}; unset {name}")
 
 
 @rule("NCL005")
 def debug_vars(ctx):
     """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides)."""
-    env = ctx.env()
-    table = _nccl()["debug_only"]
-    for name in sorted(env):
-        if name in table and not (name.endswith("_DISABLE") and env[name].strip() in ("0", "")):
-            yield ctx.finding([f"{name}={env[name]}: {table[name]}"], subject=name, remedy=f"unset {name}")
+    for name, value, what in _listed(ctx, "debug_only"):
+        if not (name.endswith("_DISABLE") and value.strip() in ("0", "")):
+            yield ctx.finding([f"{name}={value}: {what}"], subject=name, remedy=f"unset {name}")
 
 
 @rule("NCL006")

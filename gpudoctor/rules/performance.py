@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,16 +69,23 @@ def _base_label(base: PerfBaseline) -> str:
     return f"baseline {base.path or 'file'} ({base.host or 'host?'}, {base.date or 'date?'})"
 
 
+def _from_baseline(base: PerfBaseline | None, name: str | None,
+                   figure: Callable[[BaselineModel], float | None]) -> Expected | None:
+    """The fleet baseline's figure for GPU model ``name`` (``figure`` picks it from the model's row), or None."""
+    bm = _baseline_model(base, name)
+    value = figure(bm) if base is not None and bm is not None else None
+    return Expected(value, _base_label(base)) if base is not None and value else None
+
+
 def expected_gemm(g: SelfTestGpu, base: PerfBaseline | None) -> Expected | None:
     """Baseline first, then the table's measured figure, then datasheet x fallback fraction (derived)."""
-    bm = _baseline_model(base, g.name)
-    if base is not None and bm is not None and bm.gemm_tflops:
-        return Expected(bm.gemm_tflops, _base_label(base))
+    return _from_baseline(base, g.name, lambda m: m.gemm_tflops) or _table_gemm(g)
+
+
+def _table_gemm(g: SelfTestGpu) -> Expected | None:
     row = sku_for(g.name)
-    if row is None:
-        return None
-    if g.gemm_dtype and row.get("gemm_dtype") and g.gemm_dtype != row["gemm_dtype"]:
-        return None  # the table's figure is for another dtype
+    if row is None or g.gemm_dtype and row.get("gemm_dtype") and g.gemm_dtype != row["gemm_dtype"]:
+        return None  # no row, or the table's figure is for another dtype
     v = verdict("gemm")
     factor = float(v["burst_to_sustained"])
     if row.get("gemm_expected"):
@@ -95,10 +102,12 @@ def expected_gemm(g: SelfTestGpu, base: PerfBaseline | None) -> Expected | None:
 
 
 def expected_copy(g: SelfTestGpu, base: PerfBaseline | None) -> Expected | None:
-    bm = _baseline_model(base, g.name)
-    if base is not None and bm is not None and bm.d2d_gbs:
-        return Expected(bm.d2d_gbs, _base_label(base))
-    row = sku_for(g.name)
+    """Baseline first, then the table's measured figure, then datasheet bandwidth x fallback fraction (derived)."""
+    return _from_baseline(base, g.name, lambda m: m.d2d_gbs) or _table_copy(g.name)
+
+
+def _table_copy(name: str | None) -> Expected | None:
+    row = sku_for(name)
     if row is None:
         return None
     if row.get("copy_expected"):
@@ -236,10 +245,9 @@ def sibling_slow(ctx: Ctx) -> Iterator[Finding]:
 
 
 def _ddp_expected(c: ConfirmationFacts, name: str | None, key: str) -> Expected | None:
-    base = c.baseline
-    bm = _baseline_model(base, name)
-    if base is not None and bm is not None and key in bm.ddp_step_ms:
-        return Expected(bm.ddp_step_ms[key], _base_label(base))
+    found = _from_baseline(c.baseline, name, lambda m: m.ddp_step_ms.get(key))
+    if found:
+        return found
     row = sku_for(name)
     if row and key in (row.get("ddp_step_ms") or {}):
         return Expected(float(row["ddp_step_ms"][key]), f"{row['key']}: {row['ddp_source']}")
