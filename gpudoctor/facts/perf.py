@@ -8,7 +8,9 @@ import statistics
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpudoctor.facts._base import _Model
 
 #: NVML clock-event reasons that mean a fault when a GPU runs below its clocks (DCGM fails a run on them)
 FAULT_REASONS = ("HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown")
@@ -22,17 +24,13 @@ REASON_MIN_FRACTION = 0.1
 HOT_MARGIN_C = 5.0
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class OtherProcess(_M):
+class OtherProcess(_Model):
     pid: int
     name: str | None = None
     used_mib: int | None = None
 
 
-class GpuSamples(_M):
+class GpuSamples(_Model):
     """NVML samples taken while a GPU ran the self-test's timed part."""
 
     n: int = 0
@@ -50,7 +48,7 @@ class GpuSamples(_M):
                                        description="other processes computing on this GPU during the run")
 
 
-class SelfTestGpu(_M):
+class SelfTestGpu(_Model):
     """One GPU's self-test figures (medians over timed groups)."""
 
     index: int = Field(description="torch device index")
@@ -69,7 +67,7 @@ class SelfTestGpu(_M):
     error: str | None = None
 
 
-class SelfTestFacts(_M):
+class SelfTestFacts(_Model):
     source: str = "gpudoctor self-test: python -m gpudoctor.confirm.gpuload selftest in the target interpreter"
     status: Literal["ok", "failed", "error"]
     reason: str | None = None
@@ -77,7 +75,7 @@ class SelfTestFacts(_M):
     gpus: list[SelfTestGpu] = Field(default_factory=list)
 
 
-class BaselineModel(_M):
+class BaselineModel(_Model):
     """Figures of one GPU model on a trusted node (medians over its GPUs)."""
 
     gemm_tflops: float | None = None
@@ -90,7 +88,7 @@ class BaselineModel(_M):
                                           description="'world x batch x seq precision' -> median step, ms")
 
 
-class PerfBaseline(_M):
+class PerfBaseline(_Model):
     """A fleet baseline (`gpudoctor baseline save`): judges figures instead of the SKU table."""
 
     gpudoctor_baseline: int = 1

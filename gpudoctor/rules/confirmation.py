@@ -33,6 +33,14 @@ def _task(c, task: str) -> None:
         raise NotApplicable(f"this run did not include the {task} task")
 
 
+def _ddp(c):
+    """The DDP step's result; NotApplicable when the run did not include it, NotAssessed when it did not finish."""
+    _task(c, "ddp")
+    if c.ddp is None:
+        raise NotAssessed("the DDP step did not run or did not finish")
+    return c.ddp
+
+
 def _cfg(section: str) -> dict:
     return data.load("confirm")[section]
 
@@ -256,10 +264,7 @@ def copy_low(ctx):
 def ddp_broken(ctx):
     """Checks the DDP BERT smoke step: every loss finite, parameters identical on all ranks afterwards."""
     c = _conf(ctx)
-    _task(c, "ddp")
-    d = c.ddp
-    if d is None:
-        raise NotAssessed("the DDP step did not run or did not finish")
+    d = _ddp(c)
     if not d.loss_finite:
         yield ctx.finding([f"loss not finite: first {d.loss_first}, last {d.loss_last} ({d.precision}, {d.model})"],
                           title="DDP smoke step: loss not finite", data={"loss_last": d.loss_last})
@@ -283,10 +288,7 @@ def scaling_low(ctx):
     """Fires when the DDP step's scaling efficiency E (median; weak scaling unless strong was asked) is below the
     documented minimum, and attributes the loss to communication or computation (checklist C8)."""
     c = _conf(ctx)
-    _task(c, "ddp")
-    d = c.ddp
-    if d is None:
-        raise NotAssessed("the DDP step did not run or did not finish")
+    d = _ddp(c)
     if d.world_size < 2:
         raise NotApplicable("world size 1: nothing to scale")
     if d.efficiency is None or d.single is None:
