@@ -5,7 +5,8 @@ no CLI, probe or confirmation module (tests/test_lint_rules.py checks it): ``cli
 command, ``hostreport.py`` adds the "Training script" area to ``gpudoctor scan --script``.
 
 - :mod:`.context`: one file's tree, imports, qualified names, arguments, rank guards;
-- :mod:`.registry`: rule metadata (``gpudoctor explain LNT0xx``, docs/rules/lnt.md);
+- :mod:`.registry`: joins each check with its metadata row in rules/lint_meta.toml (``gpudoctor explain
+  LNT0xx``, docs/rules/lnt.md);
 - :mod:`.rules_dist`, :mod:`.rules_train`, :mod:`.rules_amp`: the rules;
 - :mod:`.engine`: files, ignores, workers; :mod:`.output`: text, JSON, GitHub, SARIF, fixes.
 
