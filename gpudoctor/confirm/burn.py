@@ -7,7 +7,6 @@ process group is killed at the end, so no process (and so no GPU memory) is left
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.confirm.protocol import parse_load_line
 from gpudoctor.confirm.selftest import package_path, worker_env
 from gpudoctor.probes.subproc import run_cmd
 
@@ -95,12 +95,8 @@ def run_burn(python: str, seconds: float, on_line: Callable[[dict[str, Any]], No
         def reader() -> None:
             assert proc.stdout is not None
             for raw in proc.stdout:
-                raw = raw.strip()
-                if not raw.startswith("{"):
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except ValueError:
+                obj = parse_load_line(raw)
+                if obj is None:
                     continue
                 out.lines.append(obj)
                 if on_line is not None:

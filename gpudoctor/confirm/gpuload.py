@@ -34,6 +34,8 @@ import threading
 import time
 from typing import Any
 
+from gpudoctor.confirm.protocol import check_load_line
+
 CLOCK_EVENT_REASONS = [
     (0x1, "GpuIdle"), (0x2, "ApplicationsClocksSetting"), (0x4, "SwPowerCap"), (0x8, "HwSlowdown"),
     (0x10, "SyncBoost"), (0x20, "SwThermalSlowdown"), (0x40, "HwThermalSlowdown"),
@@ -47,7 +49,9 @@ _LOCK = threading.Lock()
 
 
 def emit(obj: dict[str, Any]) -> None:
-    """Print one JSON line (thread-safe)."""
+    """Print one JSON line (thread-safe) of :data:`gpudoctor.confirm.protocol.LOAD_LINES`; ProtocolError for a
+    field outside the protocol."""
+    check_load_line(obj)
     with _LOCK:
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()
