@@ -203,9 +203,16 @@ class GpuStatic(TypedDict, total=False):
     shutdown_temp_c: int
 
 
-class GpuLine(TypedDict, total=False):
-    t: str  #: "gpu"
-    i: int
+class _PerGpu(TypedDict, total=False):
+    t: str  #: the line's type (a key of LOAD_LINES)
+    i: int  #: the torch device index
+
+
+class _Timed(_PerGpu, total=False):
+    s: float  #: seconds since the worker started
+
+
+class GpuLine(_PerGpu, total=False):  #: "gpu": one GPU's identity and static NVML figures
     name: str
     uuid: str
     pci_bus_id: str
@@ -216,18 +223,12 @@ class GpuLine(TypedDict, total=False):
     nvml: bool
 
 
-class RoundLine(TypedDict, total=False):
-    t: str  #: "round"
-    i: int
-    s: float  #: seconds since the worker started
+class RoundLine(_Timed, total=False):  #: "round": one timed group of calls
     kind: str  #: gemm (value in TFLOP/s) or copy (GB/s)
     value: float
 
 
-class SampleLine(TypedDict, total=False):
-    t: str  #: "sample"
-    i: int
-    s: float
+class SampleLine(_Timed, total=False):  #: "sample": one NVML sample
     sm_mhz: int
     power_w: float
     temp_c: int
@@ -243,10 +244,8 @@ class Remap(TypedDict, total=False):
     failure: bool
 
 
-class CountersLine(TypedDict, total=False):
-    t: str  #: "counters"
+class CountersLine(_PerGpu, total=False):  #: "counters": error counters before and after the load
     when: str  #: before or after
-    i: int
     ecc: dict[str, int]  #: corrected / uncorrected (volatile)
     remap: Remap
     nvlink: dict[str, int]  #: error counters summed over links

@@ -9,24 +9,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpudoctor.facts.model import PcieDevice, TopologyFacts
-from gpudoctor.facts.topology import gen_of
+from gpudoctor.facts.topology import gen_of, link_class
 
 STYLE = {"X": "dim", "NV": "bold green", "PIX": "cyan", "PXB": "cyan", "PHB": "yellow", "NODE": "yellow",
          "SYS": "red"}
 
 
-def _cls(rel: str | None) -> str | None:
-    if rel is None:
-        return None
-    if rel.startswith("NV"):
-        return "NV"
-    return "SYS" if rel == "SOC" else rel
-
-
 def _cell(rel: str | None) -> str:
     if rel is None:
         return "[dim]?[/]"
-    return f"[{STYLE.get(_cls(rel) or '', '')}]{escape(rel)}[/]"
+    return f"[{STYLE.get(link_class(rel) or '', '')}]{escape(rel)}[/]"
 
 
 def matrix_table(topo: TopologyFacts) -> Table | None:
