@@ -13,7 +13,6 @@ import typer
 
 from gpudoctor.cli.output import (  # noqa: F401 (re-exported)
     EXIT_FINDINGS,
-    EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     FailOn,
@@ -29,11 +28,9 @@ from gpudoctor.cli.output import (  # noqa: F401 (re-exported)
     keep_logs_option,
     output_option,
     output_spec,
-    report_console,
     run_app,
     save_option,
     verbose_option,
-    write_report,
 )
 from gpudoctor.pipeline import defaults as D
 from gpudoctor.pipeline.defaults import MAX_TIMEOUT_S

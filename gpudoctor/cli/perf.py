@@ -25,16 +25,6 @@ def _utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _interpreter(python: str | None) -> str:
-    from gpudoctor.pipeline.errors import PipelineError
-    from gpudoctor.pipeline.perf import interpreter
-
-    try:
-        return interpreter(python)
-    except PipelineError as exc:
-        raise fail(str(exc)) from None
-
-
 def _load_baseline(path: str | None) -> Any:
     if path is None:
         return None

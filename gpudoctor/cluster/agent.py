@@ -39,11 +39,8 @@ import sys
 import time
 from typing import Any
 
-from gpudoctor.cluster.agent_store import (  # noqa: F401 (re-exported)
+from gpudoctor.cluster.agent_store import (
     POLL_S,
-    TEST_DELAY,
-    TEST_HANG,
-    TEST_SKEW,
     AgentError,
     Excluded,
     _get,
@@ -55,14 +52,7 @@ from gpudoctor.cluster.agent_store import (  # noqa: F401 (re-exported)
     connect,
     scan_node,
 )
-from gpudoctor.cluster.collectives import (  # noqa: F401 (re-exported)
-    _delay_for,
-    _Delayed,
-    _now,
-    _short,
-    clock_offsets,
-    confirm,
-)
+from gpudoctor.cluster.collectives import _short, confirm
 from gpudoctor.cluster.launch import LaunchInfo
 from gpudoctor.cluster.options import ClusterOptions
 from gpudoctor.reports.redact import scrub_model

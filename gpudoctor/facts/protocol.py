@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 
 class StepMsg(TypedDict):
@@ -80,8 +80,6 @@ class FabricMsg(TypedDict):
     v: Any
 
 
-NvmlMessage = Union[StepMsg, FailMsg, SysMsg, GpuMsg, UnsupportedMsg, ErrMsg, DoneMsg,  # noqa: UP007 (py3.8 workers)
-                    PairMsg, NvlinkMsg, FabricMsg]
 
 #: the GpuFacts fields the worker may send ("gpu" messages); a test keeps it equal to the model's fields
 GPU_KEYS = frozenset({
