@@ -13,9 +13,8 @@ error counters; ``fabric`` = NVSwitch fabric info per GPU. The fabric call is th
 that crashed Python when its struct was wrongly versioned, so it runs in a separate
 invocation: a crash there loses only fabric facts.
 
-Self-contained on purpose (imports pynvml and the standard library only).
-Source of the enums: NVML API reference, nvml.h (clock event reasons
-``nvmlClocksEventReasons``, ``nvmlComputeMode_t``, temperature thresholds).
+Self-contained on purpose (pynvml and the standard library only). Source of the enums: NVML API
+reference, nvml.h (``nvmlClocksEventReasons``, ``nvmlComputeMode_t``, temperature thresholds).
 """
 import json
 import os
@@ -237,15 +236,14 @@ SYS_FIELDS = (
 
 
 def _row(key, fns, puts, args=(), optional=False, needs=None):
-    """One NVML call of a GPU: ``key`` names it in "unsupported"/"err" lines; ``fns`` the NVML functions ("A|B":
-    the first the bindings have is called, with the handle then the pynvml constants named in ``args``); ``puts``
-    the (GpuFacts field, converter) pairs it fills. ``optional``: skipped when the bindings have none of ``fns``;
-    ``needs``: made only when the call of that key succeeded."""
+    """One NVML call of a GPU: ``key`` names it in "unsupported"/"err" lines; ``fns`` the NVML functions ("A|B": the
+    first the bindings have, called with the handle then the pynvml constants named in ``args``); ``puts`` the
+    (GpuFacts field, converter) pairs it fills; ``optional``: skipped when the bindings lack ``fns``; ``needs``:
+    made only when the call of that key succeeded."""
     return {"key": key, "fns": fns.split("|"), "puts": puts, "args": args, "optional": optional, "needs": needs}
 
 
-def _one(key, fns, convert, **kw):
-    """A row filling the one field named like the call."""
+def _one(key, fns, convert, **kw):  # a row filling the one field named like the call
     return _row(key, fns, ((key, convert),), **kw)
 
 
