@@ -225,10 +225,6 @@ def find_gpu(name: str) -> GpuModel | None:
     )
 
 
-def gpu_models() -> list[dict]:
-    return list(data.load("compat_gpus").get("gpu", []))
-
-
 @functools.cache
 def _cc_rows() -> dict[tuple[int, int], CcRow]:
     out = {}

@@ -104,7 +104,7 @@ def test_wheel_arch_rows_name_real_releases_variants_and_capabilities():
 def test_gpu_models_have_known_capabilities_and_unique_aliases():
     known = {cc_tuple(c) for c in known_ccs()}
     aliases = {}
-    for g in T.gpu_models():
+    for g in data.load("compat_gpus")["gpu"]:
         assert cc_tuple(g["cc"]) in known, g["name"]
         assert g["segment"] in {"datacenter", "workstation", "consumer", "embedded"}
         for a in g["aliases"]:
