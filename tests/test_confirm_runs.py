@@ -207,7 +207,8 @@ def test_progress_bar_on_a_terminal_and_silent_otherwise():
 
 
 WORKER_SIDE = ["confirm/worker.py", "confirm/tasks.py", "confirm/ddp_task.py", "confirm/plan.py",
-               "confirm/collectives.py", "confirm/bert.py", "facts/units.py"]
+               "confirm/collectives.py", "confirm/bert.py", "confirm/protocol.py", "confirm/gpuload.py",
+               "facts/units.py", "facts/protocol.py", "facts/clock_reasons.py"]
 #: the gpudoctor modules the worker side may import: each is in WORKER_SIDE, so checked the same way
 WORKER_MODULES = {"gpudoctor.confirm"} | {"gpudoctor." + n[:-3].replace("/", ".") for n in WORKER_SIDE}
 

@@ -13,7 +13,6 @@ import typer
 
 from gpudoctor.cli.output import (  # noqa: F401 (re-exported)
     EXIT_FINDINGS,
-    EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     FailOn,
@@ -23,12 +22,15 @@ from gpudoctor.cli.output import (  # noqa: F401 (re-exported)
     emit,
     exit_code,
     fail,
+    fail_on_option,
     format_option,
+    json_option,
+    keep_logs_option,
     output_option,
     output_spec,
-    report_console,
     run_app,
-    write_report,
+    save_option,
+    verbose_option,
 )
 from gpudoctor.pipeline import defaults as D
 from gpudoctor.pipeline.defaults import MAX_TIMEOUT_S
@@ -57,16 +59,16 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 @app.command()
 def scan(
-    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    json_out: bool = json_option(),
+    save: str | None = save_option(),
     fmt: Format | None = format_option(),
     output: str | None = output_option(),
-    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every check and every fact."),
+    verbose: bool = verbose_option(),
     python: str | None = typer.Option(None, "--python", help="Interpreter (or its virtualenv / conda env folder) "
                                          "whose torch to probe "
                                          "(default: this one if it has torch, else python3 on PATH)."),
     data_path: str = typer.Option(".", "--data-path", help="Directory of the training data (storage checks)."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Lowest severity that makes the exit code 1."),
+    fail_on: FailOn = fail_on_option(),
     torch_timeout: float = typer.Option(D.TORCH_TIMEOUT_S, "--torch-timeout", min=1, max=MAX_TIMEOUT_S,
                                         help="Seconds allowed for the torch probe."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="Skip the confirmation runs (all-reduce, DDP step)."),
@@ -166,13 +168,13 @@ def smoke(
         "--python",
         help="Interpreter (or its environment folder) whose torch runs the step (default: as for the torch probe).",
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    json_out: bool = json_option(),
+    save: str | None = save_option(),
     fmt: Format | None = format_option(),
     output: str | None = output_option(),
-    keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
-    verbose: bool = typer.Option(False, "-v", "--verbose"),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
+    keep_logs: bool = keep_logs_option(),
+    verbose: bool = verbose_option(),
+    fail_on: FailOn = fail_on_option(),
 ):
     """DDP BERT smoke step: per-step forward/backward/optimizer times, memory, sync check, scaling efficiency."""
     out = output_spec(fmt, json_out, output)
@@ -202,13 +204,13 @@ def bench_allreduce(
                                   help="Hard limit in seconds; a hung rank is killed."),
     python: str | None = typer.Option(None, "--python", help="Interpreter (or its environment folder) "
                                          "whose torch runs the benchmark."),
-    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    json_out: bool = json_option(),
+    save: str | None = save_option(),
     fmt: Format | None = format_option(),
     output: str | None = output_option(),
-    keep_logs: bool = typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds."),
-    verbose: bool = typer.Option(False, "-v", "--verbose"),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
+    keep_logs: bool = keep_logs_option(),
+    verbose: bool = verbose_option(),
+    fail_on: FailOn = fail_on_option(),
 ):
     """All-reduce sweep: algbw/busbw (nccl-tests definitions), correctness, and pinned copy bandwidth per GPU."""
     out = output_spec(fmt, json_out, output)
@@ -234,12 +236,12 @@ def check(
     paths: list[str] = typer.Argument(..., help="Saved outputs, files or folders: collect_env, nvidia-smi (table, -q, "
                                       "-q -x, nvlink -s, topo -m), lspci -vvv, df, ulimit -a, dmesg, NCCL_DEBUG logs, "
                                       "env dumps, error messages, or a saved gpudoctor JSON report."),
-    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
+    json_out: bool = json_option(),
+    save: str | None = save_option(),
     fmt: Format | None = format_option(),
     output: str | None = output_option(),
-    verbose: bool = typer.Option(False, "-v", "--verbose"),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
+    verbose: bool = verbose_option(),
+    fail_on: FailOn = fail_on_option(),
 ):
     """Diagnose saved outputs offline: recognise each file by content, turn it into facts, run the rules.
 

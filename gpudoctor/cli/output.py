@@ -56,6 +56,30 @@ def format_option() -> Any:  # typer.Option's own return type: a parameter defau
                         "(textfile collector), html (one self-contained page).")
 
 
+def json_option() -> Any:  # as format_option
+    """--json, shared by every report command."""
+    return typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else).")
+
+
+def save_option(help: str = "Also write the JSON report to this file.") -> Any:  # as format_option
+    """--save FILE, shared by every report command."""
+    return typer.Option(None, "--save", help=help)
+
+
+def verbose_option(help: str = "Show every check and every fact.") -> Any:  # as format_option
+    return typer.Option(False, "-v", "--verbose", help=help)
+
+
+def fail_on_option(default: FailOn = FailOn.error,
+                   help: str = "Lowest severity that makes the exit code 1.") -> Any:  # as format_option
+    return typer.Option(default, "--fail-on", help=help)
+
+
+def keep_logs_option() -> Any:  # as format_option
+    """--keep-logs of the commands that start confirmation runs."""
+    return typer.Option(False, "--keep-logs", help="Keep the per-rank logs even when the run succeeds.")
+
+
 def output_option() -> Any:  # as format_option
     """--output, shared by every report command."""
     return typer.Option(None, "--output", "-o", help="Write the report (in --format) to this file instead of "

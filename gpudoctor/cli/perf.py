@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from gpudoctor.cli.app import FailOn, Out, emit, fail
+from gpudoctor.cli.output import fail_on_option, json_option, save_option, verbose_option
 
 baseline_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                            rich_markup_mode=None, help="Record a fleet baseline on a trusted node.")
@@ -22,16 +23,6 @@ baseline_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_ex
 
 def _utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _interpreter(python: str | None) -> str:
-    from gpudoctor.pipeline.errors import PipelineError
-    from gpudoctor.pipeline.perf import interpreter
-
-    try:
-        return interpreter(python)
-    except PipelineError as exc:
-        raise fail(str(exc)) from None
 
 
 def _load_baseline(path: str | None) -> Any:
@@ -46,13 +37,13 @@ def _load_baseline(path: str | None) -> Any:
 
 
 def selftest(
-    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-    save: str | None = typer.Option(None, "--save", help="Also write the JSON report to this file."),
-    verbose: bool = typer.Option(False, "-v", "--verbose"),
+    json_out: bool = json_option(),
+    save: str | None = save_option(),
+    verbose: bool = verbose_option(),
     python: str | None = typer.Option(None, "--python", help="Interpreter whose torch runs the test."),
     baseline: str | None = typer.Option(None, "--baseline", help="Judge against this fleet baseline file."),
     timeout: float = typer.Option(60.0, "--timeout", min=5, max=3600, help="Hard limit in seconds."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on"),
+    fail_on: FailOn = fail_on_option(),
 ) -> None:
     """The GPU self-test alone: bf16 GEMM and device copies on every GPU at once, judged (rules PRF)."""
     from gpudoctor.pipeline.errors import PipelineError

@@ -39,11 +39,8 @@ import sys
 import time
 from typing import Any
 
-from gpudoctor.cluster.agent_store import (  # noqa: F401 (re-exported)
+from gpudoctor.cluster.agent_store import (
     POLL_S,
-    TEST_DELAY,
-    TEST_HANG,
-    TEST_SKEW,
     AgentError,
     Excluded,
     _get,
@@ -55,14 +52,7 @@ from gpudoctor.cluster.agent_store import (  # noqa: F401 (re-exported)
     connect,
     scan_node,
 )
-from gpudoctor.cluster.collectives import (  # noqa: F401 (re-exported)
-    _delay_for,
-    _Delayed,
-    _now,
-    _short,
-    clock_offsets,
-    confirm,
-)
+from gpudoctor.cluster.collectives import _short, confirm
 from gpudoctor.cluster.launch import LaunchInfo
 from gpudoctor.cluster.options import ClusterOptions
 from gpudoctor.reports.redact import scrub_model
@@ -76,28 +66,11 @@ def default_size(cpu: bool) -> int:
     return int(float(msg["cpu_mib" if cpu else "gpu_mib"]) * 1024 * 1024)
 
 
-def run(opts: ClusterOptions, launch: LaunchInfo):
-    """Do this rank's part. Returns (the ClusterReport on rank 0 or None elsewhere, the store).
-
-    Raises AgentError (one line) when this rank cannot take part: store unreachable, excluded by rank 0.
-    """
-    # c10d's C++ logger prints every retried connect and timed-out socket with a native stack trace; the
-    # failures that matter reach the report as one-line messages. TORCH_CPP_LOG_LEVEL=INFO shows them all.
-    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
-    import torch
-    import torch.distributed as dist
-
-    from gpudoctor import __version__
-    from gpudoctor.cluster import assemble
-    from gpudoctor.cluster.pairing import schedule
-
-    t_start = time.monotonic()
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    store = connect(dist, launch, opts.timeout_s, opts.timeout_s * 4 + 30)
-    rank, world = launch.rank, launch.world_size
-    host = socket.gethostname()
+def _join_and_scan(store, torch, opts: ClusterOptions, launch: LaunchInfo) -> dict[str, Any]:
+    """Phases 1-2: post ``join/<rank>``, scan the node (its local rank 0 only), post ``snap/<rank>``."""
+    rank = launch.rank
     _put(store, f"join/{rank}", {"rank": rank, "node_rank": launch.node_rank, "local_rank": launch.local_rank,
-                                 "hostname": host, "pid": os.getpid()})
+                                 "hostname": socket.gethostname(), "pid": os.getpid()})
     store.add("n/join", 1)
     _phase(store, rank, "scan")
     _test_hang("scan")
@@ -115,116 +88,160 @@ def run(opts: ClusterOptions, launch: LaunchInfo):
     _put(store, f"snap/{rank}", snap)
     store.add("n/snap", 1)
     _phase(store, rank, "wait plan")
-    phases_s: dict[str, float] = {"scan (rank 0)": snap.get("scan_s") or 0.0}
+    return snap
 
-    if rank == 0:
-        deadline = t_start + opts.timeout_s
-        _wait_count(store, "n/snap", world, deadline)
-        t_gathered = time.monotonic()
-        phases_s["join + scan (all nodes)"] = t_gathered - t_start
-        ranks = list(range(world))
-        joined = [int(k.split("/")[1]) for k in _present(store, [f"join/{r}" for r in ranks])]
-        snapped = [int(k.split("/")[1]) for k in _present(store, [f"snap/{r}" for r in ranks])]
-        joins = {r: _get(store, f"join/{r}") for r in joined}
-        snaps = {r: _get(store, f"snap/{r}") for r in snapped}
-        members = sorted(snapped)
-        leaders = [r for r in members if joins[r].get("local_rank", 0) == 0]
-        leaders.sort(key=lambda r: (joins[r].get("node_rank") or 0, r))
-        use_cuda = (not opts.cpu) and all((snaps[r].get("cuda_devices") or 0) > 0 for r in members)
-        note = None
-        if not opts.cpu and not use_cuda:
-            note = ("GPU runs skipped: no usable CUDA device on "
-                    + ", ".join(f"rank {r}" for r in members if not snaps[r].get("cuda_devices")))
-        gpus = [(joins[r].get("hostname"), snaps[r].get("cuda_uuid")) for r in members]
-        if use_cuda and len(set(gpus)) < len(gpus):
-            use_cuda = False  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
-            note = "GPU runs skipped: two ranks share one GPU (more agents than GPUs on a host); measured over gloo"
-        size = opts.size_bytes or default_size(not use_cuda)
-        sched = schedule(len(leaders), opts.rounds) if (opts.confirm and len(members) > 1) else []
-        plan: dict[str, Any] = {"members": members, "leaders": leaders,
-                "node_of": {str(r): joins[r].get("node_rank") for r in members},
-                "backend": "cpu:gloo,cuda:nccl" if use_cuda else "gloo", "device": "cuda" if use_cuda else "cpu",
-                "size_bytes": size, "iters": opts.iters, "warmup": opts.warmup, "confirm": opts.confirm,
-                "note": note,
-                "rounds": [[[leaders[a], leaders[b]] for a, b in rnd] for rnd in sched]}
-        _put(store, "plan", plan)
+
+def _by_rank(store, prefix: str, ranks) -> dict[int, Any]:
+    """``prefix/<rank>`` of every rank that posted one."""
+    return {int(k.split("/")[1]): _get(store, k) for k in _present(store, [f"{prefix}/{r}" for r in ranks])}
+
+
+def _backend(opts: ClusterOptions, members: list[int], joins: dict, snaps: dict) -> tuple[bool, str | None]:
+    """(use CUDA, why not when GPUs were wanted): every member needs a CUDA device of its own."""
+    use_cuda = (not opts.cpu) and all((snaps[r].get("cuda_devices") or 0) > 0 for r in members)
+    note = None
+    if not opts.cpu and not use_cuda:
+        note = ("GPU runs skipped: no usable CUDA device on "
+                + ", ".join(f"rank {r}" for r in members if not snaps[r].get("cuda_devices")))
+    gpus = [(joins[r].get("hostname"), snaps[r].get("cuda_uuid")) for r in members]
+    if use_cuda and len(set(gpus)) < len(gpus):
+        use_cuda = False  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
+        note = "GPU runs skipped: two ranks share one GPU (more agents than GPUs on a host); measured over gloo"
+    return use_cuda, note
+
+
+def _make_plan(store, opts: ClusterOptions, world: int, t_start: float,
+               phases_s: dict[str, float]) -> tuple[dict[str, Any], dict, dict]:
+    """Phase 3 on rank 0: wait for the scans until ``--timeout`` after ``t_start``, post the plan; (plan, joins,
+    snaps)."""
+    from gpudoctor.cluster.pairing import schedule
+
+    _wait_count(store, "n/snap", world, t_start + opts.timeout_s)
+    phases_s["join + scan (all nodes)"] = time.monotonic() - t_start
+    joins, snaps = _by_rank(store, "join", range(world)), _by_rank(store, "snap", range(world))
+    members = sorted(snaps)
+    leaders = [r for r in members if joins[r].get("local_rank", 0) == 0]
+    leaders.sort(key=lambda r: (joins[r].get("node_rank") or 0, r))
+    use_cuda, note = _backend(opts, members, joins, snaps)
+    size = opts.size_bytes or default_size(not use_cuda)
+    sched = schedule(len(leaders), opts.rounds) if (opts.confirm and len(members) > 1) else []
+    plan: dict[str, Any] = {
+        "members": members, "leaders": leaders, "node_of": {str(r): joins[r].get("node_rank") for r in members},
+        "backend": "cpu:gloo,cuda:nccl" if use_cuda else "gloo", "device": "cuda" if use_cuda else "cpu",
+        "size_bytes": size, "iters": opts.iters, "warmup": opts.warmup, "confirm": opts.confirm, "note": note,
+        "rounds": [[[leaders[a], leaders[b]] for a, b in rnd] for rnd in sched]}
+    _put(store, "plan", plan)
+    return plan, joins, snaps
+
+
+def _await_plan(store, opts: ClusterOptions, rank: int) -> dict[str, Any]:
+    """Phase 3 on the other ranks: rank 0's plan; Excluded when it left this rank out."""
+    wait_s = opts.timeout_s * 2 + 30
+    try:
+        store.wait(["plan"], _dt.timedelta(seconds=wait_s))
+    except Exception:
+        raise AgentError(f"rank 0 posted no plan within {wait_s:g} s (is rank 0 alive?)") from None
+    plan = _get(store, "plan")
+    if rank not in plan["members"]:
+        raise Excluded(f"rank {rank} was left out by rank 0 (it reported too late); rank 0's report names it", store)
+    return plan
+
+
+def _confirm_phase(dist, torch, store, plan: dict[str, Any], launch: LaunchInfo,
+                   opts: ClusterOptions) -> dict[int, tuple[float, float]]:
+    """Phase 4 (members, more than one): the process group, the collectives, ``result/<rank>``; the clock
+    offsets this rank measured (rank 0: every node's)."""
+    rank, members = launch.rank, plan["members"]
+    _phase(store, rank, "init process group")
+    if plan["device"] == "cuda":  # bind this rank's GPU before NCCL sees it
+        torch.cuda.set_device(launch.local_rank % max(torch.cuda.device_count(), 1))
+    result: dict[str, Any]
+    try:
+        dist.init_process_group(plan["backend"], store=dist.PrefixStore("pg/", store), rank=members.index(rank),
+                                world_size=len(members), timeout=_dt.timedelta(seconds=opts.timeout_s))
+    except Exception as exc:
+        result = {"error": f"init_process_group: {_short(exc)}", "pairs": [],
+                  "allreduce": {"error": f"init_process_group: {_short(exc)}"}}
     else:
+        _test_hang("confirm")
         try:
-            store.wait(["plan"], _dt.timedelta(seconds=opts.timeout_s * 2 + 30))
-        except Exception:
-            raise AgentError(f"rank 0 posted no plan within {opts.timeout_s * 2 + 30:g} s (is rank 0 alive?)") from None
-        plan = _get(store, "plan")
-        if rank not in plan["members"]:
-            raise Excluded(f"rank {rank} was left out by rank 0 (it reported too late); rank 0's report names it",
-                           store)
-
-    members = plan["members"]
-    result: dict[str, Any] = {}
-    clock: dict[int, tuple[float, float]] = {}
-    t_confirm = time.monotonic()
-    if plan["confirm"] and len(members) > 1:
-        _phase(store, rank, "init process group")
-        if plan["device"] == "cuda":  # bind this rank's GPU before NCCL sees it
-            torch.cuda.set_device(launch.local_rank % max(torch.cuda.device_count(), 1))
-        try:
-            dist.init_process_group(plan["backend"], store=dist.PrefixStore("pg/", store),
-                                    rank=members.index(rank), world_size=len(members),
-                                    timeout=_dt.timedelta(seconds=opts.timeout_s))
-        except Exception as exc:
-            result = {"error": f"init_process_group: {_short(exc)}", "pairs": [],
-                      "allreduce": {"error": f"init_process_group: {_short(exc)}"}}
-        else:
-            _test_hang("confirm")
+            result = confirm(dist, torch, store, plan, rank, launch, opts)
+        finally:
             try:
-                result = confirm(dist, torch, store, plan, rank, launch, opts)
-            finally:
-                try:
-                    dist.destroy_process_group()
-                except Exception:
-                    pass
-        clock = {int(k): tuple(v) for k, v in result.pop("clock", {}).items()}
-        if rank == 0 and "clock_error" not in result:
-            clock[0] = (0.0, 0.0)  # the reference
-        _put(store, f"result/{rank}", result)
-        store.add("n/result", 1)
+                dist.destroy_process_group()
+            except Exception:
+                pass
+    clock = {int(k): tuple(v) for k, v in result.pop("clock", {}).items()}
+    if rank == 0 and "clock_error" not in result:
+        clock[0] = (0.0, 0.0)  # the reference
+    _put(store, f"result/{rank}", result)
+    store.add("n/result", 1)
+    return clock
+
+
+def _measured(plan: dict[str, Any], results: dict[int, dict], labels: dict[int, str], opts: ClusterOptions,
+              phases_s: dict[str, float]):
+    """Phase 5, the measurements: (all-reduce result, pairwise result); rank 0's phase times into ``phases_s``."""
+    from gpudoctor.cluster import assemble
+    from gpudoctor.compat import data
+
+    allreduce = assemble.allreduce_result(plan, results, nodes=len(plan["leaders"]))
+    own: dict[str, float] = results.get(0, {}).get("phase_s", {})
+    phases_s.update({f"{k} (rank 0)": own[k] for k in ("clock", "allreduce", "pairs") if k in own})
+    if not plan["rounds"]:
+        return allreduce, None
+    pair_s = [x for x in (res.get("phase_s", {}).get("pairs") for res in results.values()) if x is not None]
+    plan["pairs_s"] = round(max(pair_s), 3) if pair_s else None
+    return allreduce, assemble.pairwise_result(plan, results, labels,
+                                               float(data.load("cluster")["pairwise"]["slow_fraction"]),
+                                               opts.min_pair_busbw)
+
+
+def run(opts: ClusterOptions, launch: LaunchInfo):
+    """Do this rank's part. Returns (the ClusterReport on rank 0 or None elsewhere, the store).
+
+    Raises AgentError (one line) when this rank cannot take part: store unreachable, excluded by rank 0.
+    """
+    # c10d's C++ logger prints every retried connect and timed-out socket with a native stack trace; the
+    # failures that matter reach the report as one-line messages. TORCH_CPP_LOG_LEVEL=INFO shows them all.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
+    import torch
+    import torch.distributed as dist
+
+    from gpudoctor import __version__
+    from gpudoctor.cluster import assemble
+
+    t_start = time.monotonic()
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    store = connect(dist, launch, opts.timeout_s, opts.timeout_s * 4 + 30)
+    rank, world = launch.rank, launch.world_size
+    snap = _join_and_scan(store, torch, opts, launch)
+    phases_s: dict[str, float] = {"scan (rank 0)": snap.get("scan_s") or 0.0}
+    if rank == 0:
+        plan, joins, snaps = _make_plan(store, opts, world, t_start, phases_s)
+    else:
+        plan = _await_plan(store, opts, rank)
+    members = plan["members"]
+    confirming = plan["confirm"] and len(members) > 1
+    t_confirm = time.monotonic()
+    clock = _confirm_phase(dist, torch, store, plan, launch, opts) if confirming else {}
     _phase(store, rank, "done")
     if rank != 0:
         return None, store
 
     results: dict[int, dict] = {}
-    if plan["confirm"] and len(members) > 1:
+    if confirming:
         _wait_count(store, "n/result", len(members), time.monotonic() + opts.timeout_s)
-        for k in _present(store, [f"result/{r}" for r in members]):
-            results[int(k.split("/")[1])] = _get(store, k)
+        results = _by_rank(store, "result", members)
         phases_s["confirm (all nodes)"] = time.monotonic() - t_confirm
-    phases = {}
-    for r in range(world):
-        if store.check([f"phase/{r}"]):
-            phases[r] = store.get(f"phase/{r}").decode(errors="replace")
+    phases = {r: store.get(f"phase/{r}").decode(errors="replace") for r in range(world)
+              if store.check([f"phase/{r}"])}
     nodes = assemble.build_nodes(launch, joins, snaps, phases, members, results, clock,
                                  {"join": opts.timeout_s, "scan": opts.timeout_s, "confirm": opts.timeout_s},
                                  expect_nodes=opts.expect_nodes, expect_hosts=opts.expect_hosts,
                                  expect_results=bool(plan["confirm"]))
-    labels = {}
-    for n in nodes:
-        for r in n.ranks:
-            labels[r] = n.label
-    allreduce = pairwise = None
-    if plan["confirm"] and len(members) > 1:
-        from gpudoctor.compat import data
-
-        allreduce = assemble.allreduce_result(plan, results, nodes=len(plan["leaders"]))
-        own = results.get(0, {}).get("phase_s", {})
-        for k in ("clock", "allreduce", "pairs"):
-            if k in own:
-                phases_s[f"{k} (rank 0)"] = own[k]
-        if plan["rounds"]:
-            pair_s = [res.get("phase_s", {}).get("pairs") for res in results.values()]
-            pair_s = [x for x in pair_s if x is not None]
-            plan["pairs_s"] = round(max(pair_s), 3) if pair_s else None
-            pairwise = assemble.pairwise_result(plan, results, labels,
-                                                float(data.load("cluster")["pairwise"]["slow_fraction"]),
-                                                opts.min_pair_busbw)
+    labels = {r: n.label for n in nodes for r in n.ranks}
+    allreduce, pairwise = _measured(plan, results, labels, opts, phases_s) if confirming else (None, None)
     return assemble.build_report(launch, nodes, created, __version__, plan["backend"] if len(members) > 1 else None,
                                  opts.cpu or plan["device"] == "cpu", allreduce, pairwise, phases_s,
                                  time.monotonic() - t_start, backend_note=plan.get("note")), store

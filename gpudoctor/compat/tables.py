@@ -15,8 +15,6 @@ from typing import Any
 from gpudoctor.compat import data
 from gpudoctor.compat.versions import cc_tuple, vtuple, vtuple_req
 
-FILES = ("compat_cuda", "compat_gpus", "compat_torch")
-
 
 def sources(file: str, keys) -> list[str]:
     """The URLs (or ``repo:`` paths) of the source keys of one row of ``file``.
@@ -152,10 +150,6 @@ def mvc_limitations() -> list[dict[str, Any]]:
     return list(data.load("compat_cuda").get("mvc_limitation", []))
 
 
-def forward_compat() -> dict[str, Any]:
-    return dict(data.load("compat_cuda").get("forward_compat", {}))
-
-
 def cuda_url(key: str) -> str:
     return sources("compat_cuda", [key])[0]
 
@@ -231,10 +225,6 @@ def find_gpu(name: str) -> GpuModel | None:
     )
 
 
-def gpu_models() -> list[dict]:
-    return list(data.load("compat_gpus").get("gpu", []))
-
-
 @functools.cache
 def _cc_rows() -> dict[tuple[int, int], CcRow]:
     out = {}
@@ -254,10 +244,6 @@ def _cc_rows() -> dict[tuple[int, int], CcRow]:
 def cc_row(cc: str) -> CcRow | None:
     t = cc_tuple(cc)
     return _cc_rows().get(t) if t is not None else None
-
-
-def known_ccs() -> list[str]:
-    return [r.cc for r in _cc_rows().values()]
 
 
 # ---------------------------------------------------------------------------------------------- torch
@@ -323,10 +309,6 @@ def torch_release(version: str | None) -> TorchRelease | None:
     return _releases().get(rel) if rel else None
 
 
-def torch_releases() -> list[TorchRelease]:
-    return list(_releases().values())
-
-
 @dataclass(frozen=True)
 class WheelArch:
     variant: str
@@ -353,10 +335,6 @@ def wheel_arch(version: str | None, variant: str | None) -> WheelArch | None:
             return WheelArch(variant=variant, release=rel, arch_list=tuple(lst), status=r.get("status", "unverified"),
                              sources=tuple(sources("compat_torch", r.get("source", []))), note=r.get("note", ""))
     return None
-
-
-def wheel_arch_rows() -> list[dict]:
-    return list(data.load("compat_torch").get("wheel_arch", []))
 
 
 def torchaudio_stable_abi_since() -> str | None:

@@ -218,13 +218,7 @@ def subject_from_pin(pin: TorchPin) -> Subject:
         notes.append(f"torch {pin.public} is not in gpudoctor's release table")
     s = Subject(label=label, version=f"{pin.public}+{variant}", cuda=cuda, variant=variant, notes=notes,
                 companions=dict(pin.companions), origin=pin.origin, file=pin.file, line=pin.line)
-    wa = T.wheel_arch(pin.version, variant)
-    if wa is not None:
-        s.arch_list, s.arch_source, s.arch_status = (
-            list(wa.arch_list),
-            f"official {wa.release} {variant} wheel (table)",
-            wa.status,
-        )
+    _table_arch(s, pin.version, variant)
     return s
 
 
@@ -241,14 +235,16 @@ def subject_from_torch(tf) -> Subject:
     if tf.arch_list:
         s.arch_list, s.arch_source = list(tf.arch_list), "torch.cuda.get_arch_list() of the installed torch"
     elif tf.cuda:
-        wa = T.wheel_arch(tf.version, local)
-        if wa is not None:
-            s.arch_list, s.arch_source, s.arch_status = (
-                list(wa.arch_list),
-                f"official {wa.release} {local} wheel (table)",
-                wa.status,
-            )
+        _table_arch(s, tf.version, local)
     return s
+
+
+def _table_arch(s: Subject, version: str, variant: str | None) -> None:
+    """The arch list of the official ``version`` ``variant`` wheel onto ``s``, where the tables know it."""
+    wa = T.wheel_arch(version, variant)
+    if wa is not None:
+        s.arch_list, s.arch_source, s.arch_status = (list(wa.arch_list), f"official {wa.release} {variant} wheel "
+                                                     "(table)", wa.status)
 
 
 # --------------------------------------------------------------------------------------------- checking

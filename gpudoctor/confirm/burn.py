@@ -7,7 +7,6 @@ process group is killed at the end, so no process (and so no GPU memory) is left
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.confirm.protocol import parse_load_line
 from gpudoctor.confirm.selftest import package_path, worker_env
 from gpudoctor.probes.subproc import run_cmd
 
@@ -95,12 +95,8 @@ def run_burn(python: str, seconds: float, on_line: Callable[[dict[str, Any]], No
         def reader() -> None:
             assert proc.stdout is not None
             for raw in proc.stdout:
-                raw = raw.strip()
-                if not raw.startswith("{"):
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except ValueError:
+                obj = parse_load_line(raw)
+                if obj is None:
                     continue
                 out.lines.append(obj)
                 if on_line is not None:
@@ -138,25 +134,27 @@ def run_burn(python: str, seconds: float, on_line: Callable[[dict[str, Any]], No
     return out
 
 
+def _signal_group(proc: subprocess.Popen[str], sig: int) -> bool:
+    """Send ``sig`` to the worker's process group; False when it is gone (or not ours)."""
+    try:
+        os.killpg(proc.pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
     """SIGINT to the worker (it ends at its next round and frees its memory); SIGKILL after the grace time."""
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-    except (ProcessLookupError, PermissionError):
+    if not _signal_group(proc, signal.SIGINT):
         return
     try:
         proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-    except KeyboardInterrupt:  # a second Ctrl-C: stop at once
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):  # KeyboardInterrupt: a second Ctrl-C, stop at once
         _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _signal_group(proc, signal.SIGKILL)
     try:
         proc.wait(timeout=5.0)
     except subprocess.TimeoutExpired:

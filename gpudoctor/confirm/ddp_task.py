@@ -14,6 +14,7 @@ from gpudoctor.confirm.plan import (
     auto_batch,
     fmt_size,
 )
+from gpudoctor.confirm.protocol import DdpCfg
 from gpudoctor.confirm.tasks import Marks, State, _maybe_fault
 
 
@@ -61,7 +62,7 @@ def _train_steps(torch, model, loss_fn, opt, scaler, autocast, ids, labels, mark
             "losses": [float(x.float().item()) for x in losses]}
 
 
-def _resolve_batch(torch, dist, cfg: dict, cuda: bool) -> tuple[int, str]:
+def _resolve_batch(torch, dist, cfg: DdpCfg, cuda: bool) -> tuple[int, str]:
     """The step's batch (per rank, or global under strong scaling) and how it was chosen. "auto" (the GPU
     default): :func:`plan.auto_batch` on this rank's free memory, then the minimum over ranks (an
     all-reduce), so every rank runs the same batch."""
@@ -86,7 +87,7 @@ def _resolve_batch(torch, dist, cfg: dict, cuda: bool) -> tuple[int, str]:
     )
 
 
-def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: dict, state: State, fault) -> dict:
+def task_ddp(torch, dist, rank: int, n: int, device: str, cfg: DdpCfg, state: State, fault) -> dict:
     """DDP BERT smoke step (checklist C2-C5, C8); returns raw timings and checks."""
     import contextlib
 

@@ -28,17 +28,14 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import sys
 import threading
 import time
 from typing import Any
 
-CLOCK_EVENT_REASONS = [
-    (0x1, "GpuIdle"), (0x2, "ApplicationsClocksSetting"), (0x4, "SwPowerCap"), (0x8, "HwSlowdown"),
-    (0x10, "SyncBoost"), (0x20, "SwThermalSlowdown"), (0x40, "HwThermalSlowdown"),
-    (0x80, "HwPowerBrakeSlowdown"), (0x100, "DisplayClockSetting"),
-]
+from gpudoctor.confirm.protocol import check_load_line
+from gpudoctor.facts.clock_reasons import decode as decode_reasons  # nvml.h nvmlClocksEventReason* bits
+
 GEMM_N = 8192
 #: bytes of one device-to-device copy buffer (the copy moves 2 x this per call), capped by free memory
 COPY_BYTES = 1 << 30
@@ -47,15 +44,12 @@ _LOCK = threading.Lock()
 
 
 def emit(obj: dict[str, Any]) -> None:
-    """Print one JSON line (thread-safe)."""
+    """Print one JSON line (thread-safe) of :data:`gpudoctor.confirm.protocol.LOAD_LINES`; ProtocolError for a
+    field outside the protocol."""
+    check_load_line(obj)
     with _LOCK:
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()
-
-
-def decode_reasons(mask: int) -> list[str]:
-    """NVML clock-event reason names set in ``mask`` (nvml.h nvmlClocksEventReason* bits)."""
-    return [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
 
 
 class Nvml:
@@ -322,10 +316,6 @@ def main(argv: list[str] | None = None) -> int:
                 emit(dict(nvml.counters(h), t="counters", when="after", i=i))
         emit({"t": "done", "seconds": round(time.monotonic() - t0, 3), "interrupted": interrupted})
     return 0
-
-
-def median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
 
 
 if __name__ == "__main__":

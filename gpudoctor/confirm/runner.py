@@ -30,6 +30,7 @@ import psutil
 
 from gpudoctor.confirm import analysis
 from gpudoctor.confirm.plan import RUN_ENV, make_spec, retry_spec
+from gpudoctor.confirm.protocol import LaunchResult, ProtocolError, RankResult, RankState, Spec, check_message
 from gpudoctor.facts.model import ConfirmationFacts, ConfirmationRun, RankStatus
 from gpudoctor.probes.subproc import run_cmd
 
@@ -100,6 +101,15 @@ def _states(rundir: Path) -> dict[int, dict]:
     return out
 
 
+def _rank_results(rundir: Path) -> dict[int, dict]:
+    out = {}
+    for p in rundir.glob("result-rank*.json"):
+        r, d = p.name[len("result-rank"):-len(".json")], _read_json(p)
+        if r.isdigit() and d is not None:
+            out[int(r)] = d
+    return out
+
+
 def find_run_processes(run_id: str) -> list[psutil.Process]:
     """Processes whose environment carries this run's marker (launcher, ranks, their children)."""
     found = []
@@ -162,9 +172,9 @@ def launch(spec: dict, python: str, *, name: str = "main", env_extra: dict[str, 
     temporary folder when the run did not end 'ok' (or ``keep_logs``), else the folder is removed.
     """
     timeout = float(spec["timeout_s"])
+    spec = check_message(Spec, dict(spec, deadline_unix=time.time() + timeout), "spec.json")
     rundir = Path(tempfile.mkdtemp(prefix="gpudoctor-confirm-"))
     run_id = uuid.uuid4().hex
-    spec = dict(spec, deadline_unix=time.time() + timeout)
     (rundir / "spec.json").write_text(json.dumps(spec))
     env = dict(os.environ)
     pkg = _package_dir(rundir)
@@ -226,6 +236,11 @@ def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: dict[str
     timeout = float(spec["timeout_s"])
     result = _read_json(rundir / "result.json")
     states = _states(rundir)
+    rank_results = _rank_results(rundir)
+    try:
+        _check_outputs(result, states, rank_results)
+    except ProtocolError as exc:  # a gpudoctor bug: the run's figures cannot be trusted to mean what they say
+        result, rank_results = {"status": "error", "message": f"protocol error (a gpudoctor bug): {exc}"}, {}
     if result is None:
         why = cmd.describe_failure() if cmd is not None and not cmd.ok else "wrote no result"
         status = "hung" if cmd is not None and cmd.timed_out else "error"
@@ -252,11 +267,7 @@ def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: dict[str
         message = analysis.run_message(status, ranks, timeout, culprit, result.get("port"))
         if result.get("message"):
             message = f"{message}; {result['message']}"
-    rank_results = {}
-    for r in range(world or 0):
-        d = _read_json(rundir / f"result-rank{r}.json")
-        if d is not None:
-            rank_results[r] = d
+    rank_results = {r: d for r, d in rank_results.items() if r < (world or 0)}
     # a failed or hung run keeps its per-rank logs (the report names the folder); a run that could not start
     # ("error": no torch, a bad interpreter) has its reason in the message and leaves nothing behind
     keep = keep_logs or status not in ("ok", "error")
@@ -264,6 +275,16 @@ def collect(rundir: Path, spec: dict, *, name: str = "main", env_extra: dict[str
                           seconds=seconds, timeout_s=timeout, orphans_killed=orphans, ranks=ranks,
                           log_dir=str(rundir) if keep else None)
     return Launch(run=run, result=result, rank_results=rank_results, world_size=world)
+
+
+def _check_outputs(result: dict | None, states: dict[int, dict], rank_results: dict[int, dict]) -> None:
+    """ProtocolError when a file the workers wrote has a field outside :mod:`gpudoctor.confirm.protocol`."""
+    if result is not None:
+        check_message(LaunchResult, result, "result.json")
+    for r, st in states.items():
+        check_message(RankState, st, f"state-rank{r}.json")
+    for r, d in rank_results.items():
+        check_message(RankResult, d, f"result-rank{r}.json")
 
 
 def confirm(*, python: str, cpu: bool = False, nproc: int = 0, tasks: list[str] | None = None,

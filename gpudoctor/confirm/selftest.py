@@ -6,13 +6,13 @@ timed copies, plus torch's import and CUDA start), with NVML samples every 0.1 s
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from gpudoctor.confirm.protocol import parse_load_line
 from gpudoctor.facts.perf import SelfTestFacts, SelfTestGpu, median2, summarize_samples
 from gpudoctor.probes.subproc import run_cmd
 
@@ -21,18 +21,9 @@ DEFAULT_TIMEOUT_S = 60.0
 
 
 def parse_lines(text: str) -> list[dict[str, Any]]:
-    """The worker's JSON lines (anything else, e.g. a warning torch printed, is skipped)."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and "t" in obj:
-                out.append(obj)
-    return out
+    """The worker's JSON lines (anything else, e.g. a warning torch printed, is skipped), checked against
+    :mod:`gpudoctor.confirm.protocol` (see :func:`~gpudoctor.confirm.protocol.parse_load_line`)."""
+    return [obj for obj in map(parse_load_line, text.splitlines()) if obj is not None]
 
 
 def summarize(lines: list[dict[str, Any]]) -> list[SelfTestGpu]:

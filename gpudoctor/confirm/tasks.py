@@ -12,6 +12,7 @@ from gpudoctor.confirm.plan import (
     FAULT_ENV,
     fmt_size,
 )
+from gpudoctor.confirm.protocol import AllreduceCfg, CopyCfg, RankState, Spec, check_message
 
 EXACT_LIMIT = {"bfloat16": 256, "float16": 2048, "float32": 2 ** 24}  # largest integer each dtype holds exactly
 EPS = {"bfloat16": 2 ** -7, "float16": 2 ** -10, "float32": 2 ** -23}
@@ -41,9 +42,9 @@ class State:
         if advance:
             self.step += 1
         self.phase = phase
-        write_json(self.path, {"rank": self.rank, "pid": os.getpid(), "phase": phase, "label": label,
-                               "step": min(self.step, self.total), "total": self.total, "joined": self.joined,
-                               "t": time.time(), **extra})
+        write_json(self.path, check_message(RankState, {
+            "rank": self.rank, "pid": os.getpid(), "phase": phase, "label": label, "step": min(self.step, self.total),
+            "total": self.total, "joined": self.joined, "t": time.time(), **extra}))
 
 
 class Marks:
@@ -78,7 +79,7 @@ def _maybe_fault(fault, at: str, state: State) -> None:
         time.sleep(0.5)
 
 
-def _progress_total(spec: dict, n: int) -> int:
+def _progress_total(spec: Spec, n: int) -> int:
     tasks = spec["tasks"]
     total = 2  # start, rendezvous
     if "copy" in tasks:
@@ -101,7 +102,7 @@ def _device_info(torch, idx: int) -> dict:
     return info
 
 
-def task_copy(torch, dist, rank: int, n: int, cfg: dict, state: State, fault) -> dict | None:
+def task_copy(torch, dist, rank: int, n: int, cfg: CopyCfg, state: State, fault) -> dict | None:
     """Pinned host<->device copies, one GPU at a time (others wait at a barrier). Seconds per copy."""
     state.set("copy", f"pinned host<->device copies, {fmt_size(cfg['size_bytes'])} per GPU")
     _maybe_fault(fault, "copy", state)
@@ -133,7 +134,7 @@ def task_copy(torch, dist, rank: int, n: int, cfg: dict, state: State, fault) ->
     return out
 
 
-def task_allreduce(torch, dist, rank: int, n: int, device: str, cfg: dict, state: State, fault) -> list:
+def task_allreduce(torch, dist, rank: int, n: int, device: str, cfg: AllreduceCfg, state: State, fault) -> list:
     """All-reduce sweep (sizes x dtypes): correctness check, then timed calls (checklist C1, C7)."""
     results = []
     for dname in cfg["dtypes"]:

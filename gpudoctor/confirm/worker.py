@@ -37,6 +37,7 @@ from gpudoctor.confirm.plan import (
     FAULT_ENV,
     parse_fault,
 )
+from gpudoctor.confirm.protocol import LaunchResult, ProtocolError, RankResult, Spec, check_message
 from gpudoctor.confirm.tasks import (
     State,
     _device_info,
@@ -55,7 +56,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def rank_main(rank: int, spec: dict) -> None:
+def _save(path: str, result: dict) -> None:
+    """Write this rank's result-rank{r}.json (checked against :class:`~gpudoctor.confirm.protocol.RankResult`)."""
+    write_json(path, check_message(RankResult, result))
+
+
+def rank_main(rank: int, spec: Spec) -> None:
     """One rank: join the process group on 127.0.0.1, run the tasks, write result-rank{rank}.json."""
     rundir, n = spec["rundir"], spec["nproc"]
     fd = os.open(os.path.join(rundir, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -100,15 +106,15 @@ def rank_main(rank: int, spec: dict) -> None:
         state.joined = True
         tasks = spec["tasks"]
         out_path = os.path.join(rundir, f"result-rank{rank}.json")
-        write_json(out_path, result)  # rewritten after each task: a later hang keeps what was measured
+        _save(out_path, result)  # rewritten after each task: a later hang keeps what was measured
         if "copy" in tasks and device == "cuda":
             result["copy"] = task_copy(torch, dist, rank, n, spec["copy"], state, fault)
-            write_json(out_path, result)
+            _save(out_path, result)
         if "allreduce" in tasks:
             ar = task_allreduce(torch, dist, rank, n, device, spec["allreduce"], state, fault)
             if rank == 0:
                 result["allreduce"] = ar
-            write_json(out_path, result)
+            _save(out_path, result)
         if "ddp" in tasks:
             result["ddp"] = task_ddp(torch, dist, rank, n, device, spec["ddp"], state, fault)
         if device == "cpu" or "ddp" not in tasks:
@@ -118,7 +124,7 @@ def rank_main(rank: int, spec: dict) -> None:
                 result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             except (ImportError, OSError):  # pragma: no cover
                 pass
-        write_json(out_path, result)
+        _save(out_path, result)
         state.set("done", "done")
         try:
             dist.destroy_process_group()
@@ -180,6 +186,54 @@ def kill_all(procs, grace_s: float = 1.0) -> list[int]:
     return killed
 
 
+def _finish(path: str, result: dict) -> int:
+    """Write result.json (checked against :class:`~gpudoctor.confirm.protocol.LaunchResult`); the exit code 0."""
+    write_json(path, check_message(LaunchResult, result))
+    return 0
+
+
+def _cannot_start(torch, spec: Spec) -> str | None:
+    """Why this interpreter cannot run ``spec`` (None when it can); sets ``spec['nproc']`` (0: one rank per GPU
+    torch sees; CPU default 2)."""
+    n = spec.get("nproc") or 0
+    if spec["device"] == "cuda":
+        if not torch.cuda.is_available():
+            return "torch.cuda.is_available() is False in the target interpreter"
+        seen = torch.cuda.device_count()
+        n = spec["nproc"] = n or seen
+        if seen < n:
+            return f"{n} processes asked for but torch sees {seen} GPU(s)"
+    if n < 1:
+        spec["nproc"] = 2
+    if "ddp" in spec["tasks"] and spec["ddp"]["model"] == "hf":
+        import importlib.util
+
+        if importlib.util.find_spec("transformers") is None:
+            return f"--model hf needs transformers, not installed in {sys.executable}"
+    if spec["backend"] == "nccl" and not (hasattr(torch, "distributed") and torch.distributed.is_nccl_available()):
+        return "this torch build has no NCCL backend"
+    return None
+
+
+def _first_traceback(ctx, first) -> str | None:
+    """The traceback torch recorded for rank ``first`` (None if none); removes torch's error files."""
+    text = None
+    for i, err_file in enumerate(getattr(ctx, "error_files", None) or []):
+        if i == first and os.path.exists(err_file) and os.path.getsize(err_file) > 0:
+            import pickle
+
+            try:
+                with open(err_file, "rb") as fh:
+                    text = str(pickle.load(fh))[-4000:]
+            except Exception:  # noqa: BLE001
+                text = None
+        try:
+            os.unlink(err_file)  # torch leaves these in the temp folder
+        except OSError:
+            pass
+    return text
+
+
 def main(argv=None) -> int:
     """Launcher entry point. Exit code 0 when result.json was written (whatever the run's outcome)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -189,42 +243,25 @@ def main(argv=None) -> int:
     rundir = os.path.abspath(argv[0])
     t0 = time.monotonic()
     result_path = os.path.join(rundir, "result.json")
+    base = {"python": platform.python_version(), "interpreter": sys.executable}
     with open(os.path.join(rundir, "spec.json")) as fh:
         spec = json.load(fh)
+    try:
+        check_message(Spec, spec, "spec.json")
+    except ProtocolError as exc:
+        return _finish(result_path, {"status": "error", "message": f"protocol error (a gpudoctor bug): {exc}",
+                                     "versions": base})
     try:
         import torch
         import torch.multiprocessing as mp
     except Exception as exc:  # noqa: BLE001
-        write_json(result_path, {"status": "error", "message": f"cannot import torch: {type(exc).__name__}: {exc}",
-                                 "versions": {"python": platform.python_version(), "interpreter": sys.executable}})
-        return 0
+        return _finish(result_path, {"status": "error", "versions": base,
+                                     "message": f"cannot import torch: {type(exc).__name__}: {exc}"})
     versions = _versions(torch)
-    n = spec.get("nproc") or 0  # 0: one process per GPU torch sees
-    if spec["device"] == "cuda":
-        if not torch.cuda.is_available():
-            write_json(result_path, {"status": "error", "versions": versions,
-                                     "message": "torch.cuda.is_available() is False in the target interpreter"})
-            return 0
-        seen = torch.cuda.device_count()
-        n = n or seen
-        spec["nproc"] = n
-        if seen < n:
-            write_json(result_path, {"status": "error", "versions": versions,
-                                     "message": f"{n} processes asked for but torch sees {seen} GPU(s)"})
-            return 0
-    if n < 1:
-        n = spec["nproc"] = 2
-    if "ddp" in spec["tasks"] and spec["ddp"]["model"] == "hf":
-        import importlib.util
-
-        if importlib.util.find_spec("transformers") is None:
-            write_json(result_path, {"status": "error", "versions": versions,
-                                     "message": f"--model hf needs transformers, not installed in {sys.executable}"})
-            return 0
-    if spec["backend"] == "nccl" and not (hasattr(torch, "distributed") and torch.distributed.is_nccl_available()):
-        write_json(result_path, {"status": "error", "versions": versions,
-                                 "message": "this torch build has no NCCL backend"})
-        return 0
+    why = _cannot_start(torch, spec)
+    if why:
+        return _finish(result_path, {"status": "error", "versions": versions, "message": why})
+    n = spec["nproc"]
     spec["rundir"] = rundir
     spec["port"] = free_port()
     spec.setdefault("pg_timeout_s", spec["timeout_s"] + 60)  # our deadline must come first
@@ -241,28 +278,12 @@ def main(argv=None) -> int:
     finally:
         # a failed run: give the other ranks a moment to record their own error; a hung one: kill now
         killed = kill_all(procs, grace_s=1.0 if outcome["status"] == "failed" else 0.1)
-    exitcodes = [p.exitcode for p in procs]
-    traceback_text = None
     first = outcome["first_failed"]
-    for i, err_file in enumerate(getattr(ctx, "error_files", None) or []):
-        if i == first and os.path.exists(err_file) and os.path.getsize(err_file) > 0:
-            import pickle
-
-            try:
-                with open(err_file, "rb") as fh:
-                    traceback_text = str(pickle.load(fh))[-4000:]
-            except Exception:  # noqa: BLE001
-                traceback_text = None
-        try:
-            os.unlink(err_file)  # torch leaves these in the temp folder
-        except OSError:
-            pass
-    write_json(result_path, {"status": outcome["status"], "first_failed": first, "exitcodes": exitcodes,
-                             "world_size": n,
-                             "killed": killed, "pids": [p.pid for p in procs], "port": spec["port"],
-                             "elapsed_s": round(time.monotonic() - t0, 3), "versions": versions,
-                             "traceback": traceback_text})
-    return 0
+    return _finish(result_path, {"status": outcome["status"], "first_failed": first,
+                                 "exitcodes": [p.exitcode for p in procs], "world_size": n, "killed": killed,
+                                 "pids": [p.pid for p in procs], "port": spec["port"],
+                                 "elapsed_s": round(time.monotonic() - t0, 3), "versions": versions,
+                                 "traceback": _first_traceback(ctx, first)})
 
 
 if __name__ == "__main__":

@@ -3,10 +3,15 @@
 Standard library only: the worker (``gpudoctor/probes/nvml_worker.py``, run by path) loads this file by path.
 The parent (:func:`gpudoctor.probes.nvml.assemble`) refuses a GPU field not in :data:`GPU_KEYS`, and so does the
 worker's ``put``: a misspelled field (``temprature_c``) is an error at the first run, never silently lost.
+
+:func:`check_message` is the generic form, used by the confirmation workers' protocol
+(:mod:`gpudoctor.confirm.protocol`): the keys of a JSON object against a TypedDict, nested TypedDicts included.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, Union
+import re
+import sys
+from typing import Any, Literal, TypedDict
 
 
 class StepMsg(TypedDict):
@@ -49,7 +54,32 @@ class DoneMsg(TypedDict):
     t: Literal["done"]
 
 
-NvmlMessage = Union[StepMsg, FailMsg, SysMsg, GpuMsg, UnsupportedMsg, ErrMsg, DoneMsg]  # noqa: UP007 (py3.8 workers)
+class PairMsg(TypedDict):
+    """``topology`` mode: a fact of GPUs ``a`` < ``b`` (common_ancestor, p2p_read, p2p_write, ...)."""
+    t: Literal["pair", "pair_err"]  #: pair_err: ``v`` is the NVML error
+    a: int
+    b: int
+    k: str
+    v: Any
+
+
+class NvlinkMsg(TypedDict):
+    """``topology`` mode: a fact of NVLink ``link`` of GPU ``i`` (state, version, remote_type, err_replay, ...)."""
+    t: Literal["nvlink"]
+    i: int
+    link: int
+    k: str
+    v: Any
+
+
+class FabricMsg(TypedDict):
+    """``fabric`` mode: a field of GPU ``i``'s NVSwitch fabric info (state, status, clique_id, ...)."""
+    t: Literal["fabric"]
+    i: int
+    k: str
+    v: Any
+
+
 
 #: the GpuFacts fields the worker may send ("gpu" messages); a test keeps it equal to the model's fields
 GPU_KEYS = frozenset({
@@ -72,3 +102,42 @@ def check_gpu_key(key: str) -> str:
     if key not in GPU_KEYS:
         raise ProtocolError(f"unknown GPU field {key!r} from the NVML worker")
     return key
+
+
+_LIST_OF = re.compile(r"^(?:list|List)\[(\w+)\]$")
+
+
+def _typeddict(name: Any, namespace: dict[str, Any]) -> Any:
+    """The TypedDict an annotation names (a class or, under postponed annotations, its name), else None."""
+    cls = namespace.get(name) if isinstance(name, str) else name
+    return cls if isinstance(cls, type) and issubclass(cls, dict) and hasattr(cls, "__total__") else None
+
+
+def check_message(cls: Any, obj: Any, where: str = "") -> Any:
+    """``obj`` when it is a JSON object whose keys are all declared by the TypedDict ``cls`` and hold every key
+    ``cls`` requires, recursively for fields annotated with another TypedDict (or a ``list[...]`` of one) of the
+    same module; ProtocolError naming the first unknown or missing key otherwise. Values are not type-checked."""
+    where = where or cls.__name__
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    fields: dict[str, Any] = dict(cls.__annotations__)  # a TypedDict's annotations include its bases' fields
+    unknown = sorted(set(obj) - set(fields))
+    if unknown:
+        raise ProtocolError(f"{where}: unknown field {unknown[0]!r} (a misspelling? fields: {', '.join(fields)})")
+    missing = sorted(set(getattr(cls, "__required_keys__", ())) - set(obj))
+    if missing:
+        raise ProtocolError(f"{where}: missing field {missing[0]!r}")
+    namespace = vars(sys.modules[cls.__module__])
+    for key, ann in fields.items():
+        ann = getattr(ann, "__forward_arg__", ann)  # TypedDict keeps a postponed annotation as a ForwardRef
+        if obj.get(key) is None:
+            continue
+        m = _LIST_OF.match(ann) if isinstance(ann, str) else None
+        inner = _typeddict(m.group(1) if m else ann, namespace)
+        if inner is None:
+            continue
+        if m and not isinstance(obj[key], list):
+            raise ProtocolError(f"{where}.{key}: expected a JSON list, got {type(obj[key]).__name__}")
+        for n, item in enumerate(obj[key] if m else [obj[key]]):
+            check_message(inner, item, f"{where}.{key}" + (f"[{n}]" if m else ""))
+    return obj

@@ -7,73 +7,43 @@ import os
 import psutil
 
 from gpudoctor.facts.model import CpuFacts
+from gpudoctor.probes.cgroup import smallest_limit
 from gpudoctor.probes.sysfs import read_text
 
 
-def _self_cgroup_path(root: str) -> tuple[str | None, dict[str, str]]:
-    """(cgroup v2 path, {v1 controller: path}) of this process, from /proc/self/cgroup."""
-    v2, v1 = None, {}
-    for line in (read_text(os.path.join(root, "proc/self/cgroup")) or "").splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hid, controllers, path = parts
-        if hid == "0" and controllers == "":
-            v2 = path
-        for c in controllers.split(","):
-            if c:
-                v1[c] = path
-    return v2, v1
+def _v2_cores(d: str) -> float | None:
+    """cgroup v2 ``cpu.max`` ("QUOTA PERIOD" in µs, or "max"): cores."""
+    text = read_text(os.path.join(d, "cpu.max"))
+    if not text:
+        return None
+    q, _, p = text.partition(" ")
+    if q == "max":
+        return None
+    try:
+        quota, period = int(q), int(p or "100000")
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None  # zero/negative: a broken file, not a limit
 
 
-def _walk_up(base: str, rel: str):
-    """Yield base/rel, then each parent up to base (a limit anywhere above applies too)."""
-    rel = (rel or "/").strip("/")
-    parts = rel.split("/") if rel else []
-    for i in range(len(parts), -1, -1):
-        yield os.path.join(base, *parts[:i])
+def _v1_cores(d: str) -> float | None:
+    """cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``: cores."""
+    q1 = read_text(os.path.join(d, "cpu.cfs_quota_us"))
+    p1 = read_text(os.path.join(d, "cpu.cfs_period_us"))
+    try:
+        quota, period = (int(q1), int(p1)) if q1 and p1 else (0, 0)
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None  # -1 = unlimited; a zero period is broken
 
 
 def cgroup_cpu_quota(root: str = "/") -> float | None:
     """CPU quota in cores from cgroup v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``; None = unlimited.
 
-    The smallest quota on the path from this process's cgroup to the root wins. When
-    /proc/self/cgroup points at a path not visible in the container's mount
-    namespace, the mount root itself is read. Missing, unreadable or malformed files (a
-    zero or negative period or quota) are skipped, never raised.
+    The smallest quota on the path from this process's cgroup to the root wins (:mod:`gpudoctor.probes.cgroup`);
+    missing, unreadable or malformed files (a zero or negative period or quota) are skipped, never raised.
     """
-    v2, v1 = _self_cgroup_path(root)
-    best: float | None = None
-    base2 = os.path.join(root, "sys/fs/cgroup")
-    if v2 is not None:
-        for d in list(_walk_up(base2, v2)) + [base2]:
-            text = read_text(os.path.join(d, "cpu.max"))
-            if text:
-                q, _, p = text.partition(" ")
-                if q != "max":
-                    try:
-                        quota, period = int(q), int(p or "100000")
-                    except ValueError:
-                        continue
-                    if quota > 0 and period > 0:  # a zero/negative value is a broken file, not a limit
-                        cores = quota / period
-                        best = cores if best is None else min(best, cores)
-    for ctl in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
-        base1 = os.path.join(root, "sys/fs/cgroup", ctl)
-        if not os.path.isdir(base1):
-            continue
-        for d in list(_walk_up(base1, v1.get("cpu", "/"))) + [base1]:
-            q1 = read_text(os.path.join(d, "cpu.cfs_quota_us"))
-            p1 = read_text(os.path.join(d, "cpu.cfs_period_us"))
-            try:
-                quota, period = (int(q1), int(p1)) if q1 and p1 else (0, 0)
-            except ValueError:
-                continue
-            if quota > 0 and period > 0:  # -1 = unlimited; a zero period is a broken file, not a limit
-                cores = quota / period
-                best = cores if best is None else min(best, cores)
-        break
-    return best
+    return smallest_limit(root, _v2_cores, ("cpu", "cpu,cpuacct", "cpuacct,cpu"), "cpu", _v1_cores)
 
 
 def count_sockets(root: str = "/") -> int | None:

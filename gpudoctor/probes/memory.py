@@ -8,36 +8,33 @@ from typing import Literal
 import psutil
 
 from gpudoctor.facts.model import MemoryFacts
-from gpudoctor.probes.cpu import _self_cgroup_path, _walk_up
+from gpudoctor.probes.cgroup import smallest_limit
 from gpudoctor.probes.sysfs import read_text
 
 # cgroup v1 reports "no limit" as a huge page-rounded number (e.g. 9223372036854771712).
 _V1_UNLIMITED = 1 << 60
 
 
+def _v2_bytes(d: str) -> int | None:
+    text = read_text(os.path.join(d, "memory.max"))
+    try:
+        return int(text) if text and text != "max" else None
+    except ValueError:
+        return None
+
+
+def _v1_bytes(d: str) -> int | None:
+    text = read_text(os.path.join(d, "memory.limit_in_bytes"))
+    try:
+        return int(text) if text and int(text) < _V1_UNLIMITED else None
+    except ValueError:
+        return None
+
+
 def cgroup_memory_limit(root: str = "/") -> int | None:
     """Smallest memory limit (bytes) on this process's cgroup path; None = no limit."""
-    v2, v1 = _self_cgroup_path(root)
-    best: int | None = None
-    base2 = os.path.join(root, "sys/fs/cgroup")
-    if v2 is not None:
-        for d in list(_walk_up(base2, v2)) + [base2]:
-            text = read_text(os.path.join(d, "memory.max"))
-            if text and text != "max":
-                try:
-                    best = int(text) if best is None else min(best, int(text))
-                except ValueError:
-                    pass
-    base1 = os.path.join(root, "sys/fs/cgroup/memory")
-    if os.path.isdir(base1):
-        for d in list(_walk_up(base1, v1.get("memory", "/"))) + [base1]:
-            text = read_text(os.path.join(d, "memory.limit_in_bytes"))
-            try:
-                if text and int(text) < _V1_UNLIMITED:
-                    best = int(text) if best is None else min(best, int(text))
-            except ValueError:
-                pass
-    return best
+    limit = smallest_limit(root, _v2_bytes, ("memory",), "memory", _v1_bytes)
+    return None if limit is None else int(limit)
 
 
 def _limit(value: int) -> int | Literal["unlimited"]:

@@ -13,9 +13,6 @@ from typing import Any
 
 from gpudoctor.facts.findings import SEVERITY_ORDER, Finding, RuleOutcome
 
-#: --fail-on values: the lowest severity that fails (``never``: none does)
-FAIL_ON = ("error", "warning", "info", "never")
-
 
 @dataclass
 class Case:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpudoctor.facts.cluster import ClusterReport, NodeEntry
-from gpudoctor.reports.terminal import MARK
+from gpudoctor.reports.terminal import MARK, print_findings
 
 STATUS = {"reported": ("✓", "green"), "hung": ("✗", "bold red"), "missing": ("✗", "bold red")}
 
@@ -84,15 +84,7 @@ def render_cluster(report: ClusterReport, console: Console, verbose: bool = Fals
     sym, style = MARK[worst]
     console.print(f"[{style}]{escape('[' + sym + ']')}[/] [bold]Cluster[/] [dim]({passed}/{len(report.outcomes)} "
                   f"cross-node checks passed{f', {len(na)} not assessed' if na else ''})[/]")
-    for f in sorted(report.findings, key=lambda f: {"error": 0, "warning": 1, "info": 2}[f.severity]):
-        s2, st = MARK[f.severity]
-        subj = f" — {escape(f.subject)}" if f.subject else ""
-        console.print(f"    [{st}]{s2}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}")
-        for ev in f.evidence:
-            console.print(f"        {escape(ev)}", highlight=False)
-        console.print(f"        [green]→ fix:[/] {escape(f.remedy)}", highlight=False)
-        if verbose:
-            console.print(f"        [dim]source: {escape('; '.join(f.sources))}[/]", highlight=False)
+    print_findings(report.findings, console, verbose)
     for o in report.outcomes:
         if o.status == "not_assessed" or (verbose and o.status != "fail"):
             s2, st = MARK[o.status]

@@ -14,8 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 FORMATS = ("text", "json", "junit", "github", "prometheus", "html")
-#: file suffix of each format (for help texts and docs)
-SUFFIX = {"text": ".txt", "json": ".json", "junit": ".xml", "github": ".txt", "prometheus": ".prom", "html": ".html"}
 
 
 def _json(report: Any, fail_on: str, verbose: bool, text_renderer: Callable | None) -> str:

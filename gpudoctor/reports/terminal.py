@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpudoctor.facts.findings import Finding, Report
+from gpudoctor.facts.findings import SEVERITY_ORDER, Finding, Report
 from gpudoctor.rules.engine import AREAS
 
 MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan"), "pass": ("✓", "green"),
@@ -74,15 +74,70 @@ def header_lines(report: Report) -> list[str]:
     return lines
 
 
-def render(report: Report, console: Console, verbose: bool = False) -> None:
-    """Write the report to ``console``. ``verbose`` adds every rule outcome and the facts."""
-    console.print(f"[bold]gpudoctor[/] {report.snapshot.gpudoctor_version} · {report.snapshot.created_at}")
-    for line in header_lines(report):
-        console.print("  " + line)
-    for i in report.snapshot.inputs:  # `check`: every input not read, with why (skipped ones with -v)
-        if i.status == "rejected" or (i.status == "skipped" and verbose):
-            console.print(f"    [dim]{i.status}:[/] {escape(i.path)}: {escape(i.reason or '')}", highlight=False)
-    console.print()
+STATUS_LABEL = {"pass": "passed", "not_assessed": "not assessed", "not_applicable": "not applicable"}
+
+
+def print_findings(findings: list[Finding], console: Console, verbose: bool) -> None:
+    """Each finding, worst first: its rule, title and subject, evidence, fix (and, ``verbose``, its sources)."""
+    for f in sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity]):
+        sym, style = MARK[f.severity]
+        subj = f" — {escape(f.subject)}" if f.subject else ""
+        console.print(f"    [{style}]{sym}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}")
+        for ev in f.evidence:
+            console.print(f"        {escape(ev)}", highlight=False)
+        console.print(f"        [green]→ fix:[/] {escape(f.remedy)}", highlight=False)
+        if verbose:
+            console.print(f"        [dim]source: {escape('; '.join(f.sources))}[/]", highlight=False)
+
+
+def _section_heading(area: str, fs: list[Finding], outs: list, console: Console) -> None:
+    """``[✓] Area (n/m checks passed, k not assessed)`` with the mark of the section's worst outcome."""
+    worst = "error" if any(f.severity == "error" for f in fs) else "warning" if any(
+        f.severity == "warning" for f in fs) else "info" if fs else "pass"
+    if worst == "pass" and all(o.status == "not_applicable" for o in outs):
+        worst = "not_applicable"
+    passed = sum(o.status == "pass" for o in outs)
+    na = sum(o.status == "not_assessed" for o in outs)
+    if worst == "pass" and na:
+        worst = "not_assessed"  # some checks could not be made: no green tick for the section
+    sym, style = MARK[worst]
+    counts = f"{passed}/{len(outs)} checks passed" + (f", {na} not assessed" if na else "")
+    console.print(f"[{style}]{escape('[' + sym + ']')}[/] [bold]{area}[/] [dim]({counts})[/]")
+
+
+def _print_outcomes(outs: list, console: Console, verbose: bool, offline: bool) -> None:
+    """The rules of a section that did not fail: not assessed ones (folded where they share a reason) and, with
+    ``verbose``, passed and not applicable ones."""
+    offline_na = [o for o in outs if o.status == "not_assessed" and not verbose and offline]
+    if offline_na:  # `check` on a few dumps: one line per area instead of one per rule
+        console.print(f"    [magenta]?[/] [dim]not assessed, their facts are not in the inputs: "
+                      f"{', '.join(o.rule_id for o in offline_na)} (-v for why)[/]", highlight=False)
+    # a scan: rules not assessed for one shared reason (e.g. no driver) fold into one line
+    by_reason: dict = defaultdict(list)
+    for o in outs:
+        if o.status == "not_assessed" and not verbose and o not in offline_na:
+            by_reason[o.reason or ""].append(o)
+    folded = [o for group in by_reason.values() if len(group) > 1 for o in group]
+    for reason, group in by_reason.items():
+        if len(group) > 1:
+            console.print(f"    [magenta]?[/] [dim]not assessed ({escape(reason) or 'facts missing'}): "
+                          f"{', '.join(o.rule_id for o in group)}[/]", highlight=False)
+    for o in outs:
+        if o in offline_na or o in folded:
+            continue
+        if o.status == "not_assessed" or (verbose and o.status in ("pass", "not_applicable")):
+            sym, style = MARK[o.status]
+            why = f": {escape(o.reason)}" if o.reason else ""
+            text = escape(o.check or o.title)
+            if o.status == "pass":
+                console.print(f"    [{style}]{sym}[/] [dim]{o.rule_id}[/] {text}", highlight=False)
+            else:
+                console.print(f"    [{style}]{sym}[/] [dim]{o.rule_id} {text} — {STATUS_LABEL[o.status]}{why}[/]",
+                              highlight=False)
+
+
+def _print_sections(report: Report, console: Console, verbose: bool) -> None:
+    """One section per area (in :data:`AREAS` order) that has rule outcomes."""
     by_area: dict[str, list[Finding]] = defaultdict(list)
     for f in report.findings:
         by_area[f.area].append(f)
@@ -94,53 +149,43 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         if not outs:
             continue
         fs = by_area.get(area, [])
-        worst = "error" if any(f.severity == "error" for f in fs) else "warning" if any(
-            f.severity == "warning" for f in fs) else "info" if fs else "pass"
-        if worst == "pass" and all(o.status == "not_applicable" for o in outs):
-            worst = "not_applicable"
-        passed = sum(o.status == "pass" for o in outs)
-        na = sum(o.status == "not_assessed" for o in outs)
-        if worst == "pass" and na:
-            worst = "not_assessed"  # some checks could not be made: no green tick for the section
-        sym, style = MARK[worst]
-        counts = f"{passed}/{len(outs)} checks passed" + (f", {na} not assessed" if na else "")
-        console.print(f"[{style}]{escape('[' + sym + ']')}[/] [bold]{area}[/] [dim]({counts})[/]")
-        for f in sorted(fs, key=lambda f: {"error": 0, "warning": 1, "info": 2}[f.severity]):
-            s, st = MARK[f.severity]
-            subj = f" — {escape(f.subject)}" if f.subject else ""
-            console.print(f"    [{st}]{s}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}")
-            for ev in f.evidence:
-                console.print(f"        {escape(ev)}", highlight=False)
-            console.print(f"        [green]→ fix:[/] {escape(f.remedy)}", highlight=False)
-            if verbose:
-                console.print(f"        [dim]source: {escape('; '.join(f.sources))}[/]", highlight=False)
-        offline_na = [o for o in outs if o.status == "not_assessed" and not verbose and report.snapshot.inputs]
-        if offline_na:  # `check` on a few dumps: one line per area instead of one per rule
-            console.print(f"    [magenta]?[/] [dim]not assessed, their facts are not in the inputs: "
-                          f"{', '.join(o.rule_id for o in offline_na)} (-v for why)[/]", highlight=False)
-        # a scan: rules not assessed for one shared reason (e.g. no driver) fold into one line
-        by_reason: dict = defaultdict(list)
-        for o in outs:
-            if o.status == "not_assessed" and not verbose and o not in offline_na:
-                by_reason[o.reason or ""].append(o)
-        folded = [o for group in by_reason.values() if len(group) > 1 for o in group]
-        for reason, group in by_reason.items():
-            if len(group) > 1:
-                console.print(f"    [magenta]?[/] [dim]not assessed ({escape(reason) or 'facts missing'}): "
-                              f"{', '.join(o.rule_id for o in group)}[/]", highlight=False)
-        for o in outs:
-            if o in offline_na or o in folded:
-                continue
-            if o.status == "not_assessed" or (verbose and o.status in ("pass", "not_applicable")):
-                s, st = MARK[o.status]
-                why = f": {escape(o.reason)}" if o.reason else ""
-                label = {"pass": "passed", "not_assessed": "not assessed", "not_applicable": "not applicable"}[o.status]
-                text = escape(o.check or o.title)
-                if o.status == "pass":
-                    console.print(f"    [{st}]{s}[/] [dim]{o.rule_id}[/] {text}", highlight=False)
-                else:
-                    console.print(f"    [{st}]{s}[/] [dim]{o.rule_id} {text} — {label}{why}[/]", highlight=False)
+        _section_heading(area, fs, outs, console)
+        print_findings(fs, console, verbose)
+        _print_outcomes(outs, console, verbose, offline=bool(report.snapshot.inputs))
+
+
+def _summary_line(report: Report) -> str:
+    """``Summary: n errors, ... · what it took`` (inputs read, runs, or probe time)."""
+    sm, snap = report.summary, report.snapshot
+    parts = [f"[bold red]{sm.errors} error{'s' * (sm.errors != 1)}[/]" if sm.errors else "0 errors",
+             f"[yellow]{sm.warnings} warning{'s' * (sm.warnings != 1)}[/]" if sm.warnings else "0 warnings",
+             f"{sm.infos} info"]
+    c = snap.confirmation
+    ran = c is not None and bool(c.seconds) and c.status not in ("skipped", "not_applicable")
+    if snap.inputs:
+        took = f"{sum(i.status == 'read' for i in snap.inputs)} input file(s)"
+    elif ran and c is not None and snap.duration_s == c.seconds:  # smoke / bench: the run is the whole job
+        took = f"runs {c.seconds:.1f} s"
+    elif ran and c is not None:
+        took = f"probes {snap.duration_s or 0:.1f} s + confirmation runs {c.seconds:.1f} s"
+    else:
+        took = f"scan {snap.duration_s or 0:.1f} s"
+    return (f"Summary: {', '.join(parts)} · {sm.passed} passed, {sm.not_assessed} not assessed, "
+            f"{sm.not_applicable} not applicable · {sm.probe_errors} probe error{'s' * (sm.probe_errors != 1)} · "
+            + took)
+
+
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """Write the report to ``console``. ``verbose`` adds every rule outcome and the facts."""
     snap = report.snapshot
+    console.print(f"[bold]gpudoctor[/] {snap.gpudoctor_version} · {snap.created_at}")
+    for line in header_lines(report):
+        console.print("  " + line)
+    for i in snap.inputs:  # `check`: every input not read, with why (skipped ones with -v)
+        if i.status == "rejected" or (i.status == "skipped" and verbose):
+            console.print(f"    [dim]{i.status}:[/] {escape(i.path)}: {escape(i.reason or '')}", highlight=False)
+    console.print()
+    _print_sections(report, console, verbose)
     if snap.topology is not None:
         from gpudoctor.reports.topology import render_topology
 
@@ -157,24 +202,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                           highlight=False)
     if verbose:
         render_facts(report, console)
-    sm = report.summary
     console.print()
-    parts = [f"[bold red]{sm.errors} error{'s' * (sm.errors != 1)}[/]" if sm.errors else "0 errors",
-             f"[yellow]{sm.warnings} warning{'s' * (sm.warnings != 1)}[/]" if sm.warnings else "0 warnings",
-             f"{sm.infos} info"]
-    c = snap.confirmation
-    ran = c is not None and bool(c.seconds) and c.status not in ("skipped", "not_applicable")
-    if snap.inputs:
-        took = f"{sum(i.status == 'read' for i in snap.inputs)} input file(s)"
-    elif ran and c is not None and snap.duration_s == c.seconds:  # smoke / bench: the run is the whole job
-        took = f"runs {c.seconds:.1f} s"
-    elif ran and c is not None:
-        took = f"probes {snap.duration_s or 0:.1f} s + confirmation runs {c.seconds:.1f} s"
-    else:
-        took = f"scan {snap.duration_s or 0:.1f} s"
-    console.print(f"Summary: {', '.join(parts)} · {sm.passed} passed, {sm.not_assessed} not assessed, "
-                  f"{sm.not_applicable} not applicable · {sm.probe_errors} probe error{'s' * (sm.probe_errors != 1)} · "
-                  + took)
+    console.print(_summary_line(report))
 
 
 def render_facts(report: Report, console: Console) -> None:

@@ -27,6 +27,14 @@ def _rows():
 ALL_ROWS = list(_rows())
 
 
+def known_ccs() -> list[str]:
+    return [r["cc"] for r in data.load("compat_gpus")["cc"]]
+
+
+def torch_releases() -> list[T.TorchRelease]:
+    return [T.torch_release(r["release"]) for r in data.load("compat_torch")["release"]]
+
+
 def test_rows_exist():
     kinds = {(f, k) for f, k, _, _ in ALL_ROWS}
     assert {(f, k) for f, ks in ROWS.items() for k in ks} <= kinds
@@ -59,7 +67,7 @@ def test_unverified_marks_of_the_research_are_kept():
 
 
 def test_every_torch_variant_has_a_toolkit_driver_row():
-    for rel in T.torch_releases():
+    for rel in torch_releases():
         for v in rel.variants + rel.unverified_variants:
             cuda = T.variant_cuda(v)
             assert cuda, v
@@ -72,9 +80,9 @@ def test_every_torch_variant_has_a_toolkit_driver_row():
 
 
 def test_wheel_arch_rows_name_real_releases_variants_and_capabilities():
-    known = {cc_tuple(c) for c in T.known_ccs()}
+    known = {cc_tuple(c) for c in known_ccs()}
     seen = set()
-    for r in T.wheel_arch_rows():
+    for r in data.load("compat_torch")["wheel_arch"]:
         for rel in r["releases"]:
             row = T.torch_release(rel)
             assert row is not None, rel
@@ -94,9 +102,9 @@ def test_wheel_arch_rows_name_real_releases_variants_and_capabilities():
 
 
 def test_gpu_models_have_known_capabilities_and_unique_aliases():
-    known = {cc_tuple(c) for c in T.known_ccs()}
+    known = {cc_tuple(c) for c in known_ccs()}
     aliases = {}
-    for g in T.gpu_models():
+    for g in data.load("compat_gpus")["gpu"]:
         assert cc_tuple(g["cc"]) in known, g["name"]
         assert g["segment"] in {"datacenter", "workstation", "consumer", "embedded"}
         for a in g["aliases"]:
@@ -106,7 +114,7 @@ def test_gpu_models_have_known_capabilities_and_unique_aliases():
 
 
 def test_cc_rows_are_ordered_and_name_toolkits_in_the_table():
-    for c in T.known_ccs():
+    for c in known_ccs():
         r = T.cc_row(c)
         if r.first and r.last:
             assert T.minor_of(r.first) <= T.minor_of(r.last)
@@ -131,7 +139,7 @@ def test_companion_pairs():
     assert T.torch_release("2.11.0").torchvision == "0.26"
     assert T.torch_release("2.6.0+cu124").torchvision == "0.21"
     # torchvision minor = torch minor + 15 across the 2.x table
-    for rel in T.torch_releases():
+    for rel in torch_releases():
         if rel.release.startswith("2."):
             assert T.minor_of(rel.torchvision)[1] == T.minor_of(rel.release)[1] + 15
 
