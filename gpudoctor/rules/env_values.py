@@ -1,0 +1,154 @@
+"""NCCL & environment rules on the *values* of variables that fail only at run time: NCL008
+(PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF that torch rejects at its first allocation) and NCL009 (NCCL_NET /
+NCCL_IB_HCA naming a network or HCA this host lacks). Tables: rules/alloc_conf.toml."""
+from __future__ import annotations
+
+from gpudoctor.compat import data
+from gpudoctor.compat.versions import vtuple
+from gpudoctor.rules.engine import NotAssessed, rule
+from gpudoctor.rules.nccl_env import ENV_URL, multi_node
+
+ALLOC_URL = "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+BUILTIN_NETS = ("IB", "Socket")  # NCCL's internal network modules (NCCL env docs, NCCL_NET)
+
+
+def split_alloc_conf(text: str) -> list[tuple[str, str | None]]:
+    """``key:value,key:[a:b,c:d]`` -> [(key, value)], commas inside brackets kept; a token without ':' has value
+    None. Whitespace around tokens is dropped (torch's tokenizer skips it too)."""
+    out: list[tuple[str, str | None]] = []
+    depth, cur = 0, ""
+    for ch in text + ",":
+        if ch == "," and depth == 0:
+            tok = cur.strip()
+            cur = ""
+            if tok:
+                key, sep, val = tok.partition(":")
+                out.append((key.strip(), val.strip() if sep else None))
+            continue
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        cur += ch
+    return out
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _bad_value(kind: str, value: str | None, table: dict) -> str | None:
+    """Why torch rejects ``value`` for a key of ``kind`` (rules/alloc_conf.toml), or None when it is accepted."""
+    if value is None or value == "":
+        return "has no value (key:value)"
+    lim = table["limits"]
+    if kind == "bool":
+        return None if value in ("True", "False") else "must be True or False (capitalised)"
+    if kind == "backend":
+        return None if value in lim["backends"] else f"must be one of {', '.join(lim['backends'])}"
+    if kind in ("fraction", "fraction_incl"):
+        try:
+            x = float(value)
+        except ValueError:
+            return "must be a number between 0 and 1"
+        ok = 0.0 < x < 1.0 if kind == "fraction" else 0.0 < x <= 1.0
+        return None if ok else "must be between 0 and 1"
+    if kind == "divisions":
+        if value.startswith("["):
+            return None if value.endswith("]") else "opens '[' without a closing ']'"
+        return None if value.isdigit() and (int(value) == 0 or _pow2(int(value))) else "must be a power of 2 (or 0)"
+    if not value.isdigit():
+        return "must be a whole number"
+    if kind == "int_pow2" and not _pow2(int(value)):
+        return "must be a power of 2"
+    return None
+
+
+@rule("NCL008", "NCCL & environment", "error", "PyTorch allocator configuration that torch rejects",
+      ok="PYTORCH_(CUDA_)ALLOC_CONF unset or accepted by torch",
+      why="torch parses PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF at its first CUDA allocation, not at import: "
+          "an unknown key, a misspelt one, or a value it cannot parse (expandable_segments:true in lower case, "
+          "max_split_size_mb below 20) raises RuntimeError inside the first training step on every rank.",
+      fix="Correct the value to the documented key:value,key:value form (e.g. "
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), or unset the variable.",
+      sources=[ALLOC_URL, "pytorch/pytorch c10/core/AllocatorConfig.cpp, c10/cuda/CUDAAllocatorConfig.cpp"])
+def alloc_conf(ctx):
+    """Parses each allocator variable like torch does (comma-separated key:value, brackets for roundup lists):
+    unknown keys, missing or malformed values. An unknown key is an error when the target torch is no newer
+    than the torch whose keys were read (rules/alloc_conf.toml), else a warning (a newer torch may know it)."""
+    env = ctx.env()
+    table = data.load("alloc_conf")
+    keys: dict[str, str] = table["keys"]
+    t = ctx.snap.torch
+    tv = vtuple(t.version) if t is not None and t.installed and t.version else None
+    newer = tv is None or tv[:2] > vtuple(table["keys_read_from"])[:2]
+    for name in table["variables"]:
+        text = env.get(name)
+        if text is None:
+            continue
+        for key, value in split_alloc_conf(text):
+            if key not in keys:
+                close = [k for k in keys if k.lower() == key.lower() or k.startswith(key[:6])]
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                yield ctx.finding(
+                    [f"{name}={text}", f"key {key!r} is not an allocator option{hint}",
+                     f"known keys (torch {table['keys_read_from']}): {', '.join(sorted(keys))}"],
+                    subject=name, severity="warning" if newer else "error",
+                    data={"variable": name, "key": key, "torch": t.version if t else None})
+                continue
+            why = _bad_value(keys[key], value, table)
+            if why is None and key == "max_split_size_mb" and value is not None:
+                low = table["limits"]["max_split_size_mb_min"]
+                why = None if int(value) >= low else f"must be >= {low} (MiB)"
+            if why:
+                yield ctx.finding([f"{name}={text}", f"{key}:{value}: {why}"], subject=name,
+                                  data={"variable": name, "key": key, "value": value})
+
+
+@rule("NCL009", "NCCL & environment", "error", "NCCL_NET or NCCL_IB_HCA names a network this host lacks",
+      ok="NCCL_NET / NCCL_IB_HCA unset or matching this host's networks",
+      why="NCCL_NET forces one network module: 'IB' with no active RDMA port, or a name that neither NCCL ('IB', "
+          "'Socket') nor an installed net plugin provides, makes communicator init fail ('Failed to initialize any "
+          "NET plugin', ncclInvalidUsage) on every rank. NCCL_IB_HCA that matches no HCA leaves NCCL without RDMA: "
+          "it falls back to TCP sockets, a fraction of the bandwidth across nodes.",
+      fix="Unset NCCL_NET (NCCL picks IB when usable, else sockets) or set it to a network this host has; set "
+          "NCCL_IB_HCA to HCAs listed in /sys/class/infiniband (prefix match; '^' excludes, '=' exact) or unset it.",
+      sources=[ENV_URL, "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"])
+def nccl_net(ctx):
+    """NCCL_NET=IB against the RDMA ports in /sys/class/infiniband (error when none is ACTIVE). Another name than
+    IB/Socket: a warning (only a net plugin can provide it, and a plugin's network name cannot be read without
+    loading it). NCCL_IB_HCA: HCA names matched with NCCL's prefix/'^'/'=' rules; no match is a warning for a
+    multi-node job, info otherwise; moot (quiet) on a host without RDMA devices."""
+    from gpudoctor.rules.nccl_env import _socket_if_match
+    from gpudoctor.rules.topology import _active_rdma
+
+    env = ctx.env()
+    net, hca = env.get("NCCL_NET"), env.get("NCCL_IB_HCA")
+    if net is None and not hca:
+        return
+    name = (net or "").strip()
+    topo = ctx.snap.topology
+    needs_ib = name.lower() == "ib" or bool(hca)
+    if needs_ib and (topo is None or topo.ib_present is None):
+        raise NotAssessed("InfiniBand facts missing (/sys/class/infiniband not read)")
+    if name.lower() == "ib":
+        if not _active_rdma(topo):
+            ports = ", ".join(f"{p.device}/{p.port} {p.state}" for p in topo.ib_ports) or "no RDMA device"
+            yield ctx.finding([f"NCCL_NET={net}", f"active RDMA ports: none ({ports})"], subject="NCCL_NET",
+                              data={"NCCL_NET": net})
+    elif net is not None and name.lower() != "socket":
+        plugin = env.get("NCCL_NET_PLUGIN")
+        yield ctx.finding([f"NCCL_NET={net}: not one of NCCL's own networks ({', '.join(BUILTIN_NETS)})",
+                           f"NCCL_NET_PLUGIN={plugin}: that plugin must provide a network named {name!r}" if plugin
+                           else "NCCL_NET_PLUGIN unset: only a libnccl-net.so on the loader's path can provide it",
+                           "if none does, communicator init fails: 'Failed to initialize any NET plugin'"],
+                          subject="NCCL_NET", severity="warning", data={"NCCL_NET": net, "NCCL_NET_PLUGIN": plugin})
+    if hca and topo is not None:
+        devices = sorted({p.device for p in topo.ib_ports})
+        if not devices:
+            return  # no RDMA device at all: NCCL uses sockets whatever NCCL_IB_HCA says
+        entries = ",".join(e.split(":")[0] for e in hca.split(","))  # mlx5_0:1 -> mlx5_0 (port suffix)
+        _exclude, selected, _dead = _socket_if_match(entries, devices)
+        if not selected:
+            mn = multi_node(env)
+            yield ctx.finding([f"NCCL_IB_HCA={hca} selects no HCA; HCAs: {', '.join(devices)}",
+                               "NCCL then has no RDMA device and falls back to TCP sockets"],
+                              subject="NCCL_IB_HCA", severity="warning" if mn else "info",
+                              data={"hcas": devices, "multi_node": mn})
