@@ -44,3 +44,13 @@ def test_no_false_alarm(name):
     rep = _report(name)
     assert [f.rule_id for f in rep.findings if f.severity in ("error", "warning")] == []
     assert next(o for o in rep.outcomes if o.rule_id == "CMP005").status == "pass"
+
+
+def test_failed_confirmation_run_names_the_catalogue_cause():
+    """NCCL_SOCKET_IFNAME=nonexist0 on the H200: the NCCL run failed with a generic 'invalid usage'; CNF001 now
+    reads the rank's error and NCCL warnings through the error catalogue, as `gpudoctor check` would, and gives
+    that signature's cause and fix instead of the generic transport advice."""
+    cnf = next(f for f in _report("nccl-ifname-bogus").findings if f.rule_id == "CNF001")
+    assert "known cause (SIG033)" in "\n".join(cnf.evidence)
+    assert "NCCL_SOCKET_IFNAME=nonexist0" in "\n".join(cnf.evidence)
+    assert "NCCL_SOCKET_IFNAME" in cnf.remedy and cnf.data["signatures"][0] == "SIG033"
