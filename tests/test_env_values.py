@@ -4,11 +4,11 @@ lacks), on the real H200 snapshot (no RDMA device) edited per case. The faults w
 initialize any NET plugin'; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:maybe passed a --no-confirm scan silently."""
 from __future__ import annotations
 
-import pytest
-from conftest import ids, outcome
-
 import json
 import pathlib
+
+import pytest
+from conftest import ids, outcome
 
 from gpudoctor.facts.model import Snapshot
 from gpudoctor.facts.topo_model import IbPort
@@ -92,3 +92,26 @@ def test_ncl009_ib_hca(h200_topo_snap):
 def test_ncl009_ib_facts_unknown_is_not_assessed(h200_topo_snap):
     h200_topo_snap.topology.ib_present = None
     assert outcome(_run(h200_topo_snap, "NCL009", NCCL_NET="IB"), "NCL009").status == "not_assessed"
+
+
+@pytest.mark.parametrize("env, phrase", [
+    ({"WORLD_SIZE": "2", "RANK": "2"}, "below the world size"),
+    ({"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "1"}, "LOCAL_RANK=1 with LOCAL_WORLD_SIZE=1"),
+    ({"MASTER_PORT": "70000"}, "outside 1-65535"),
+    ({"MASTER_PORT": "29500x"}, "not an integer"),
+    ({"LOCAL_RANK": "3"}, "invalid device ordinal"),        # one H200 visible
+    ({"LOCAL_WORLD_SIZE": "2", "WORLD_SIZE": "2"}, "share a GPU"),
+])
+def test_ncl010_launch_variables(h200_snap, env, phrase):
+    rep = _run(h200_snap, "NCL010", **env)
+    assert ids(rep) == ["NCL010"] and phrase in " ".join(rep.findings[0].evidence)
+    gpu_only = "LOCAL_RANK" in env and "LOCAL_WORLD_SIZE" not in env or "share a GPU" in phrase
+    assert rep.findings[0].severity == ("warning" if gpu_only else "error")
+
+
+def test_ncl010_quiet_on_a_consistent_launch(h200_snap):
+    rep = _run(h200_snap, "NCL010", WORLD_SIZE="16", RANK="15", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+               MASTER_PORT="29500")
+    assert ids(rep) == [] and outcome(rep, "NCL010").status == "pass"
+    h200_snap.env = None
+    assert outcome(evaluate(h200_snap, only=["NCL010"]), "NCL010").status == "not_assessed"

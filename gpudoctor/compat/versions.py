@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 
 def vtuple(text: str | None) -> tuple[int, ...] | None:

@@ -78,7 +78,8 @@ def alloc_conf(ctx):
     keys: dict[str, str] = table["keys"]
     t = ctx.snap.torch
     tv = vtuple(t.version) if t is not None and t.installed and t.version else None
-    newer = tv is None or tv[:2] > vtuple(table["keys_read_from"])[:2]
+    read = vtuple(table["keys_read_from"]) or ()
+    newer = tv is None or tv[:2] > read[:2]
     for name in table["variables"]:
         text = env.get(name)
         if text is None:
@@ -152,3 +153,62 @@ def nccl_net(ctx):
                                "NCCL then has no RDMA device and falls back to TCP sockets"],
                               subject="NCCL_IB_HCA", severity="warning" if mn else "info",
                               data={"hcas": devices, "multi_node": mn})
+
+
+LAUNCH_VARS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT")
+
+
+def _ints(env: dict[str, str]) -> tuple[dict[str, int], list[str]]:
+    """The launcher variables that are set: (parsed values, evidence lines for those that are not integers)."""
+    vals: dict[str, int] = {}
+    bad: list[str] = []
+    for k in LAUNCH_VARS:
+        if k in env:
+            try:
+                vals[k] = int(env[k].strip())
+            except ValueError:
+                bad.append(f"{k}={env[k]!r} is not an integer")
+    return vals, bad
+
+
+@rule("NCL010", "NCCL & environment", "error", "Distributed launch variables that contradict each other or the host",
+      ok="launcher variables unset or consistent with each other and the visible GPUs",
+      why="torch.distributed's env:// rendezvous reads WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT, and training "
+          "scripts call torch.cuda.set_device(LOCAL_RANK). A rank not below the world size, a port outside "
+          "1-65535, or a LOCAL_RANK past the GPUs this process can see fails at init ('invalid device ordinal'); "
+          "more local ranks than visible GPUs put two ranks on one GPU (NCCL: 'Duplicate GPU detected').",
+      fix="Let the launcher set them (torchrun / srun), or correct the values: 0 <= RANK < WORLD_SIZE, "
+          "0 <= LOCAL_RANK < LOCAL_WORLD_SIZE <= the GPUs visible (CUDA_VISIBLE_DEVICES), MASTER_PORT in 1-65535.",
+      sources=["https://docs.pytorch.org/docs/stable/elastic/run.html#environment-variables",
+               "https://docs.pytorch.org/docs/stable/distributed.html#environment-variable-initialization"])
+def launch_vars(ctx):
+    """Checks the launcher variables present in the environment: integers; RANK < WORLD_SIZE; LOCAL_RANK <
+    LOCAL_WORLD_SIZE <= WORLD_SIZE; MASTER_PORT in 1-65535; LOCAL_RANK and LOCAL_WORLD_SIZE against the GPUs NVML
+    sees after CUDA_VISIBLE_DEVICES (that part only when the GPU list is known)."""
+    from gpudoctor.compat.versions import visible_device_count
+
+    env = ctx.env()
+    vals, ev = _ints(env)
+    ws, rank, lr, lws = (vals.get(k) for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))
+    if ws is not None and rank is not None and not 0 <= rank < ws:
+        ev.append(f"RANK={rank} with WORLD_SIZE={ws}: a rank must be below the world size")
+    if lws is not None and lr is not None and not 0 <= lr < lws:
+        ev.append(f"LOCAL_RANK={lr} with LOCAL_WORLD_SIZE={lws}")
+    if ws is not None and lws is not None and lws > ws:
+        ev.append(f"LOCAL_WORLD_SIZE={lws} exceeds WORLD_SIZE={ws}")
+    port = vals.get("MASTER_PORT")
+    if port is not None and not 1 <= port <= 65535:
+        ev.append(f"MASTER_PORT={port} is outside 1-65535")
+    gpu_ev: list[str] = []  # against the visible GPUs: a warning (a script may map ranks to GPUs its own way)
+    nv = ctx.snap.nvml
+    if (lr is not None or lws is not None) and nv is not None and nv.available and nv.gpus:
+        gpus = nv.gpus
+        visible = visible_device_count(env.get("CUDA_VISIBLE_DEVICES"), len(gpus), [g.uuid for g in gpus])
+        if lr is not None and visible and lr >= visible:
+            gpu_ev.append(f"LOCAL_RANK={lr}, but this process sees {visible} GPU(s): torch.cuda.set_device({lr}) "
+                          "fails with 'invalid device ordinal'")
+        if lws is not None and visible and lws > visible:
+            gpu_ev.append(f"LOCAL_WORLD_SIZE={lws} ranks on {visible} visible GPU(s): ranks would share a GPU")
+    if ev or gpu_ev:
+        yield ctx.finding(ev + gpu_ev, severity="error" if ev else "warning",
+                          data={k: env[k] for k in LAUNCH_VARS if k in env})
