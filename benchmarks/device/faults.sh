@@ -2,6 +2,7 @@
 # Faults set by hand on the GPU host (no GPU setting is changed: only the environment of the scan, its CPU
 # affinity, its ulimits, /dev/shm, and other processes holding the GPU). One `device` call from the repo root:
 #   bash benchmarks/device/faults.sh      -> $OUT/faults.tar.gz (summary.txt: one block per case; <case>.json/.txt)
+# CASES=name1,name2 runs only those cases (default: all).
 # For each case: the scan's exit code and its error/warning/info findings (rule id, title, first evidence line).
 set -u
 . benchmarks/device/env.sh /tmp/gpudoctor-faults
@@ -24,8 +25,10 @@ for f in d["findings"]:
     print(f"  {f['severity'][:4]} {f['rule_id']} {f['title'][:90]} | {ev}")
 PY
 }
+want() { [ -z "${CASES:-}" ] || [[ ",$CASES," == *",$1,"* ]]; }
 run() {  # run NAME TIMEOUT CMD... (the scan's stdout/stderr -> NAME.txt, report -> NAME.json)
   local name=$1 to=$2; shift 2
+  want "$name" || return 0
   local t0=$(date +%s.%N)
   timeout "$to" "$@" --save "$D/$name.json" > "$D/$name.txt" 2>&1; local rc=$?
   echo "$name wall $(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')") s" >> "$D/times.txt"
@@ -49,11 +52,16 @@ echo "stubs dir: $STUBS" >> "$S"
 run taskset-1cpu 90 taskset -c 0 $G --no-confirm
 run memlock-64k 90 sh -c "ulimit -l 64; exec $G --no-confirm \"\$@\"" sh
 run python-no-torch 90 $G --no-confirm --python /usr/bin/python3
+run local-rank-3 90 env LOCAL_RANK=3 WORLD_SIZE=4 RANK=3 $G --no-confirm
+SYSNCCL=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
+echo "system NCCL: ${SYSNCCL:-none}" >> "$S"
+[ -n "$SYSNCCL" ] && run ld-system-nccl 90 env LD_LIBRARY_PATH="$(dirname "$SYSNCCL"):${LD_LIBRARY_PATH:-}" $G --no-confirm
 # tiny /dev/shm (needs CAP_SYS_ADMIN in the container; said in the summary if the mount is refused)
-if mkdir -p /tmp/shm-save && mount -t tmpfs -o size=1m tmpfs /dev/shm 2>>"$S"; then
+if want devshm-1m && mount -t tmpfs -o size=1m tmpfs /dev/shm 2>>"$S"; then
   run devshm-1m 90 $G --no-confirm; umount /dev/shm
 else echo "devshm-1m: mount refused" >> "$S"; fi
 # another process holding 120 GiB of the GPU and computing
+if want gpu-hog-noconfirm || want gpu-hog-full; then
 python3 - <<'PY' &
 import time, torch
 x = torch.empty(120 * 2**30, dtype=torch.uint8, device="cuda")
@@ -67,10 +75,13 @@ HOG=$!; sleep 12
 run gpu-hog-noconfirm 90 $G --no-confirm
 run gpu-hog-full 150 $G
 kill $HOG 2>/dev/null; wait $HOG 2>/dev/null; sleep 3
+fi
 # faults that show only when NCCL runs: full scans (confirmation runs + self-test)
 run nccl-ifname-bogus 150 env NCCL_SOCKET_IFNAME=nonexist0 $G
 run nccl-net-bogus 150 env NCCL_NET=Bogus $G
 run nccl-algo-bogus 150 env NCCL_ALGO=Bogus $G
+run nccl-net-ib-full 150 env NCCL_NET=IB $G
+run alloc-conf-full 150 env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:maybe $G
 run baseline-full 150 $G
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$S" 2>&1
 tar -C "$OUT" -czf "$OUT/faults.tar.gz" f && cp "$S" "$OUT/summary.txt" && rm -rf "$D"
