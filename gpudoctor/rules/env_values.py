@@ -212,3 +212,38 @@ def launch_vars(ctx):
     if ev or gpu_ev:
         yield ctx.finding(ev + gpu_ev, severity="error" if ev else "warning",
                           data={k: env[k] for k in LAUNCH_VARS if k in env})
+
+
+# NCCL's names for NCCL_ALGO / NCCL_PROTO elements and NCCL_ALGO's per-collective prefixes (src/init.cc ncclAlgoStr,
+# ncclProtoStr, ncclFuncStr, v2.12-v2.29; "CollNet" is the pre-2.14 name). From 2.24 (src/graph/tuning.cc
+# parseList) an element NCCL does not know is "Unrecognized element token" and communicator init fails with
+# ncclInvalidUsage on every multi-rank communicator; up to 2.23 it was silently ignored.
+NCCL_LIST_ELEMS = {
+    "NCCL_ALGO": ("Tree", "Ring", "CollNet", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
+    "NCCL_PROTO": ("LL", "LL128", "Simple"),
+}
+NCCL_FUNCS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+NCCL_STRICT_LISTS = (2, 24)
+
+
+def nccl_list_problems(name: str, value: str) -> list[str]:
+    """What NCCL's parser (src/graph/tuning.cc parseList, 2.24+) refuses in NCCL_ALGO / NCCL_PROTO: elements it
+    does not know, collective prefixes it does not know, entries after the first without a prefix. [] = valid.
+    Syntax: ``elem,elem;func:elem,^elem`` (case-insensitive)."""
+    elems = {e.lower() for e in NCCL_LIST_ELEMS[name]}
+    funcs = {f.lower() for f in NCCL_FUNCS}
+    out: list[str] = []
+    for i, entry in enumerate(e for e in value.split(";") if e.strip()):
+        prefix, sep, items = entry.partition(":")
+        if not sep:
+            prefix, items = "", entry
+            if i:
+                out.append(f"entry {entry!r}: every entry after the first needs a collective prefix (allreduce:...)")
+        if prefix and prefix.strip().lower() not in funcs:
+            out.append(f"{prefix.strip()!r} is not a collective NCCL knows ({', '.join(NCCL_FUNCS)})")
+        for tok in items.strip().lstrip("^").split(","):
+            if tok.strip() and tok.strip().lower() not in elems:
+                what = "an algorithm" if name == "NCCL_ALGO" else "a protocol"
+                out.append(f"{tok.strip()!r} is not {what} NCCL knows "
+                           f"({', '.join(NCCL_LIST_ELEMS[name])})")
+    return out
