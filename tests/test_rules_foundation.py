@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from conftest import ids, outcome
 
-from gpudoctor.compat.versions import arch_covers, visible_device_count
+from gpudoctor.compat.versions import arch_covers, visible_device_count, visible_devices
 from gpudoctor.facts.model import GpuProcess
 from gpudoctor.rules import evaluate
 
@@ -113,7 +113,23 @@ def test_visible_device_count():
     assert visible_device_count("", 8) == 0
     assert visible_device_count("0,1", 8) == 2
     assert visible_device_count("0,9,1", 8) == 1   # CUDA stops at the first invalid entry
-    assert visible_device_count("GPU-5eee0356,1", 2) == 2
+    assert visible_device_count("GPU-5eee0356,1", 2) == 2   # UUIDs unknown: taken as valid
+    uuids = ["GPU-ca26fb9a-58e3-c0d9-b11c-5fa064ed0dad", "GPU-5eee0356-0000-0000-0000-000000000001"]
+    assert visible_device_count("GPU-5eee0356,0", 2, uuids) == 2   # a unique prefix names a GPU
+    assert visible_device_count("GPU-00000000-0000-0000-0000-000000000000", 2, uuids) == 0
+    assert visible_device_count("1,GPU-5eee", 2, uuids) == 1   # the same GPU twice: CUDA stops there
+    assert visible_device_count("0,banana,1", 2, uuids) == 1
+    assert visible_devices("0,1", 2, uuids) == (2, None)
+    assert "past the last GPU index" in (visible_devices("2", 2, uuids)[1] or "")
+
+
+def test_trc005_cuda_visible_devices_bad_uuid(h200_snap):
+    """Measured on the H200 (docs/examples/h200-faults-2026-12-01): a UUID no GPU has hides every GPU."""
+    h200_snap.env.variables["CUDA_VISIBLE_DEVICES"] = "GPU-00000000-0000-0000-0000-000000000000"
+    h200_snap.torch.cuda_available, h200_snap.torch.device_count = False, 0
+    rep = evaluate(h200_snap, only=["TRC005"])
+    assert rep.findings[0].title == "CUDA_VISIBLE_DEVICES hides every GPU"
+    assert "matches no GPU's UUID" in " ".join(rep.findings[0].evidence)
 
 
 # --- GPU ------------------------------------------------------------------------------------------

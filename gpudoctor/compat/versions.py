@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 
 def vtuple(text: str | None) -> tuple[int, ...] | None:
@@ -57,24 +58,49 @@ def arch_covers(arch_list: list[str], cc: tuple[int, int]) -> tuple[str, str | N
     return ("ptx", best_ptx[1]) if best_ptx else ("none", None)
 
 
-def visible_device_count(cuda_visible_devices: str | None, nvml_count: int) -> int:
-    """How many GPUs CUDA exposes under ``CUDA_VISIBLE_DEVICES`` given NVML's count.
+def visible_device_count(cuda_visible_devices: str | None, nvml_count: int,
+                         uuids: Sequence[str | None] | None = None) -> int:
+    """How many GPUs CUDA exposes under ``CUDA_VISIBLE_DEVICES`` given NVML's count (see :func:`visible_devices`)."""
+    return visible_devices(cuda_visible_devices, nvml_count, uuids)[0]
 
-    CUDA reads the comma list up to the first invalid entry; an empty value hides
-    every GPU. Entries may be indices, ``GPU-<uuid>`` or ``MIG-<uuid>`` prefixes.
+
+def visible_devices(cuda_visible_devices: str | None, nvml_count: int,
+                    uuids: Sequence[str | None] | None = None) -> tuple[int, str | None]:
+    """(GPUs CUDA exposes under ``CUDA_VISIBLE_DEVICES``, why the list stops early or None).
+
+    CUDA reads the comma list up to the first invalid entry (an index past the last GPU, a repeat, a UUID no
+    GPU has, anything else); an empty value hides every GPU. Entries may be indices or ``GPU-<uuid>`` /
+    ``MIG-<uuid>``; a GPU UUID may be abbreviated to a prefix that names one GPU. ``uuids`` are NVML's GPU UUIDs
+    (``GPU-...``); when any is unknown, GPU-/MIG- entries are taken as valid (they cannot be checked).
     Source: CUDA C Programming Guide, "CUDA Environment Variables".
     """
     if cuda_visible_devices is None:
-        return nvml_count
+        return nvml_count, None
+    known = [u.lower() for u in uuids or [] if u]
+    checkable = bool(uuids) and len(known) == len(uuids or [])
     count = 0
-    seen = set()
-    for item in cuda_visible_devices.split(","):
-        item = item.strip()
+    seen: set[str] = set()
+    for raw in cuda_visible_devices.split(","):
+        item = raw.strip()
+        if not item:
+            return count, (None if count == 0 and not cuda_visible_devices.strip() else
+                           "an empty entry ends the list")
         if item.isdigit():
-            if int(item) >= nvml_count or item in seen:
-                break
-        elif not item.startswith(("GPU-", "MIG-")):
-            break
-        seen.add(item)
+            if int(item) >= nvml_count:
+                return count, f"{item!r} is past the last GPU index ({nvml_count - 1})"
+            key = known[int(item)] if checkable and int(item) < len(known) else str(int(item))
+        elif item.upper().startswith("GPU-") and checkable:
+            hits = [u for u in known if u.startswith(item.lower())]
+            if len(hits) != 1:
+                what = "matches no GPU's UUID" if not hits else "matches more than one GPU's UUID"
+                return count, f"{item!r} {what} (NVML: {', '.join(u for u in uuids or [] if u)})"
+            key = hits[0]
+        elif item.upper().startswith(("GPU-", "MIG-")):
+            key = item.lower()
+        else:
+            return count, f"{item!r} is neither a GPU index nor a GPU-/MIG- UUID"
+        if key in seen:
+            return count, f"{item!r} repeats an earlier entry"
+        seen.add(key)
         count += 1
-    return count
+    return count, None

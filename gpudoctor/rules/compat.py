@@ -157,6 +157,12 @@ def driver_vs_gpu(ctx):
 _E804 = re.compile(r"\b804\b|forward compatibility was attempted on non supported HW", re.I)
 
 
+def _is_stub(path: str) -> bool:
+    """True for a library in a CUDA toolkit's ``stubs`` directory (``.../lib64/stubs/libcuda.so``): a link-time
+    stand-in that the loader never picks for ``libcuda.so.1``. Source: CUDA toolkit layout."""
+    return "stubs" in path.replace("\\", "/").split("/")[:-1]
+
+
 @rule("CMP005")
 def forward_compat(ctx):
     """Fires on CUDA error 804 in torch's CUDA initialisation, or when LD_LIBRARY_PATH holds a libcuda.so of
@@ -166,7 +172,8 @@ def forward_compat(ctx):
     lp = ctx.snap.libpath
     err = t.cuda_error if t is not None and t.cuda_error and _E804.search(t.cuda_error) else None
     compat = []
-    libcuda = [lib for lib in lp.libraries if lib.kind == "cuda"] if lp is not None else []
+    # a CUDA toolkit's stubs/ directory holds a link-time libcuda.so (no .so.1): the runtime never loads it
+    libcuda = [lib for lib in lp.libraries if lib.kind == "cuda" and not _is_stub(lib.path)] if lp is not None else []
     if libcuda and nv is not None and nv.driver_version:
         compat = [lib for lib in libcuda if lib.version and vtuple(lib.version) != vtuple(nv.driver_version)]
     if err is None and not compat:

@@ -147,6 +147,12 @@ def run_failed(ctx):
             ev.append("a run that is only slow (big --batch, many ranks on few cores) looks the same: a larger "
                       "--timeout / --confirm-timeout tells them apart")
     remedy = None
+    causes = _known_causes(ctx, main) if main else []
+    for entry, lines in causes:
+        ev.append(f"known cause ({entry['id']}): {entry['title']}")
+        ev.extend("  " + line for line in lines)
+    if causes:
+        remedy = causes[0][0]["remedy"]
     for run in c.runs[1:]:
         ev.append(
             f"re-run with {run.name}: {run.status}"
@@ -166,7 +172,18 @@ def run_failed(ctx):
     yield ctx.finding(ev, subject=f"rank {main.culprit_rank}" if main and main.culprit_rank is not None else None,
                       title="Confirmation run hung" if c.status == "hung" else None, remedy=remedy,
                       data={"status": c.status, "verdict": c.transport_verdict,
-                            "culprit_rank": main.culprit_rank if main else None})
+                            "culprit_rank": main.culprit_rank if main else None,
+                            "signatures": [e["id"] for e, _ in causes]})
+
+
+def _known_causes(ctx, run) -> list[tuple[dict, list[str]]]:
+    """The error catalogue (rules/signatures.toml) read over the failed ranks' errors, NCCL warnings and log tails:
+    the same diagnosis `gpudoctor check` gives for those lines, with this host's facts."""
+    from gpudoctor.rules.logs import known_causes
+
+    text = "\n".join([r.error or "" for r in run.ranks] + [w for r in run.ranks for w in r.nccl_warnings]
+                     + [line for r in run.ranks for line in r.log_tail])
+    return known_causes(text, ctx.snap) if text.strip() else []
 
 
 @rule("CNF002")

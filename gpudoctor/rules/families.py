@@ -30,7 +30,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("HST", "Host", "Host", ("host",)),
     Family("SIG", "Logs & errors", "Logs & errors: known error signatures", ("logs",)),
     Family("LOG", "Logs & errors", "Logs & errors: log facts", ("logs",)),
-    Family("NCL", "NCCL & environment", "NCCL & environment", ("nccl_env",)),
+    Family("NCL", "NCCL & environment", "NCCL & environment", ("nccl_env", "env_values")),
     Family("PCI", "PCIe", "PCIe", ("pcie",)),
     Family("PRF", "Confirmation runs", "Performance (self-test, SKU table, baseline, siblings)", ("performance",)),
     Family("TOP", "Topology", "Topology", ("topology_nvlink", "topology_pcie", "topology_rdma")),

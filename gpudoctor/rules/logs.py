@@ -259,3 +259,24 @@ def peer_access(ctx):
     if no:
         yield ctx.finding([f"cudaDeviceCanAccessPeer({k.replace(',', ', ')}) = 0" for k in no],
                           subject="GPU " + ", ".join(k.replace(",", "->") for k in no), data={"pairs": no})
+
+
+def known_causes(text: str, snap: Snapshot, limit: int = 3) -> list[tuple[dict, list[str]]]:
+    """The catalogue's root causes in ``text`` (a failed confirmation run's errors and NCCL warnings, say): up to
+    ``limit`` (entry, lines) pairs, follow-ons and generic forms dropped when their cause matched. ``lines`` are
+    the signature's conclusion (when its groups fill one) and the facts of ``snap`` that bear on it."""
+    from gpudoctor.parsers.signatures import match_signatures
+
+    hits = match_signatures(text)
+    hit_ids = {h.id for h in hits}
+    by_id = {e["id"]: e for e in _ENTRIES}
+    out: list[tuple[dict, list[str]]] = []
+    for h in hits:
+        entry = by_id.get(h.id)
+        if entry is None or _suppressed(entry, hit_ids)[0]:
+            continue
+        concl = _conclusion(entry, h.groups)
+        out.append((entry, ([concl] if concl else []) + _context(entry, snap)))
+    order = {"error": 0, "warning": 1, "info": 2}
+    out.sort(key=lambda p: order.get(p[0]["severity"], 3))
+    return out[:limit]

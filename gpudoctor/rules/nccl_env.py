@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 
 from gpudoctor.compat import data
+from gpudoctor.compat.versions import vtuple
 from gpudoctor.rules.engine import NotAssessed, rule
 
 
@@ -30,11 +31,31 @@ def _listed(ctx, table: str) -> list[tuple[str, str, str]]:
 
 @rule("NCL001")
 def forced_algo(ctx):
-    """Flags NCCL_ALGO and NCCL_PROTO when set."""
+    """Flags NCCL_ALGO and NCCL_PROTO when set; a value NCCL's parser refuses (an unknown algorithm, protocol or
+    collective prefix: :func:`gpudoctor.rules.env_values.nccl_list_problems`) is an error when the NCCL in use is
+    2.24 or newer (init fails with ncclInvalidUsage), a warning when its version is unknown or older (ignored)."""
+    from gpudoctor.rules.env_values import NCCL_STRICT_LISTS, nccl_list_problems
+
     env = ctx.env()
+    t = ctx.snap.torch
+    nccl = vtuple(t.nccl_version) if t is not None and t.nccl_version else None
     for name in ("NCCL_ALGO", "NCCL_PROTO"):
-        if name in env:
+        if name not in env:
+            continue
+        bad = nccl_list_problems(name, env[name])
+        if not bad:
             yield ctx.finding([f"{name}={env[name]}"], subject=name, remedy=f"unset {name}")
+            continue
+        strict = nccl is not None and nccl[:2] >= NCCL_STRICT_LISTS
+        ev = [f"{name}={env[name]}", *bad,
+              f"NCCL {t.nccl_version if nccl else '(version unknown)'}: from 2.24 NCCL refuses it ('Unrecognized "
+              "element token', ncclInvalidUsage) when a communicator of 2 or more ranks starts; older NCCL ignores it",
+              "a one-GPU run does not show it: NCCL skips its tuner with one rank"]
+        yield ctx.finding(ev, subject=name, severity="error" if strict else "warning",
+                          title=f"{name} holds a value NCCL refuses",
+                          remedy=f"Unset {name}, or use NCCL's names (NCCL env docs): e.g. {name}="
+                                 + ("Ring,Tree" if name == "NCCL_ALGO" else "^LL128"),
+                          data={"problems": bad, "nccl": t.nccl_version if nccl else None})
 
 
 @rule("NCL002")

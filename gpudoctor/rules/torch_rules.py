@@ -1,7 +1,7 @@
 """PyTorch rules (family TRC): is the torch in the target interpreter able to use these GPUs?"""
 from __future__ import annotations
 
-from gpudoctor.compat.versions import cc_tuple, visible_device_count
+from gpudoctor.compat.versions import cc_tuple, visible_devices
 from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
@@ -166,14 +166,17 @@ def device_count(ctx):
         raise NotAssessed(f"torch.cuda.device_count() not in the facts (from {t.source})")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
-    n = len(ctx.gpus())
+    gpus = ctx.gpus()
+    n = len(gpus)
     cvd = (ctx.snap.env.variables.get("CUDA_VISIBLE_DEVICES") if ctx.snap.env else None)
-    expected = visible_device_count(cvd, n)
+    expected, stop = visible_devices(cvd, n, [g.uuid for g in gpus])
     got = t.device_count if t.cuda_available else 0
     if got == expected and t.cuda_available:
         return
     ev = [f"NVML: {n} GPU(s)" + (f"; CUDA_VISIBLE_DEVICES={cvd!r} -> {expected} visible" if cvd is not None else ""),
           f"torch: is_available()={t.cuda_available}, device_count()={t.device_count}"]
+    if stop:
+        ev.insert(1, f"CUDA stops reading CUDA_VISIBLE_DEVICES there: {stop}")
     if t.cuda_error:
         ev.append(f"CUDA init: {clip(t.cuda_error, 300)}")
     if expected == 0 and cvd is not None:

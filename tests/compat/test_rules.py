@@ -226,3 +226,16 @@ def test_cmp005_compat_libs_on_geforce_fire_and_on_datacenter_inform():
     assert [x.severity for x in f] == ["error"]
     out, f = run(_compat("NVIDIA A100-SXM4-80GB"), "CMP005")
     assert [x.severity for x in f] == ["info"]
+
+
+def test_cmp005_toolkit_stubs_dir_is_not_a_driver():
+    """Measured on the H200 (LD_LIBRARY_PATH=/usr/local/cuda-13.0/lib64/stubs first): torch initialised CUDA
+    normally, yet CMP005 said 'not assessed' over the stub's unknown version. The stub is never loaded."""
+    stubs = "/usr/local/cuda-13.0/lib64/stubs"
+    snap = _compat("NVIDIA H200")
+    snap.libpath = LibPathFacts(ld_library_path=[stubs], libraries=[
+        SharedLibrary(kind="cuda", path=f"{stubs}/libcuda.so", directory=stubs, version=None)])
+    out, f = run(snap, "CMP005")
+    assert out.status == "pass" and not f
+    snap.libpath.libraries.append(SharedLibrary(kind="cuda", path="/opt/compat/libcuda.so", directory="/opt/compat"))
+    assert run(snap, "CMP005")[0].status == "not_assessed"   # a real libcuda of unknown version stays unknown

@@ -1,0 +1,225 @@
+"""NCCL & environment rules on the *values* of variables that fail only at run time: NCL008
+(PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF that torch rejects at its first allocation) and NCL009 (NCCL_NET /
+NCCL_IB_HCA naming a network or HCA this host lacks). Tables: rules/alloc_conf.toml."""
+from __future__ import annotations
+
+from gpudoctor.compat import data
+from gpudoctor.compat.versions import vtuple
+from gpudoctor.rules.engine import NotAssessed, rule
+from gpudoctor.rules.nccl_env import multi_node
+
+ALLOC_URL = "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+BUILTIN_NETS = ("IB", "Socket")  # NCCL's internal network modules (NCCL env docs, NCCL_NET)
+
+
+def split_alloc_conf(text: str) -> list[tuple[str, str | None]]:
+    """``key:value,key:[a:b,c:d]`` -> [(key, value)], commas inside brackets kept; a token without ':' has value
+    None. Whitespace around tokens is dropped (torch's tokenizer skips it too)."""
+    out: list[tuple[str, str | None]] = []
+    depth, cur = 0, ""
+    for ch in text + ",":
+        if ch == "," and depth == 0:
+            tok = cur.strip()
+            cur = ""
+            if tok:
+                key, sep, val = tok.partition(":")
+                out.append((key.strip(), val.strip() if sep else None))
+            continue
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        cur += ch
+    return out
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _bad_value(kind: str, value: str | None, table: dict) -> str | None:
+    """Why torch rejects ``value`` for a key of ``kind`` (rules/alloc_conf.toml), or None when it is accepted."""
+    if value is None or value == "":
+        return "has no value (key:value)"
+    lim = table["limits"]
+    if kind == "bool":
+        return None if value in ("True", "False") else "must be True or False (capitalised)"
+    if kind == "backend":
+        return None if value in lim["backends"] else f"must be one of {', '.join(lim['backends'])}"
+    if kind in ("fraction", "fraction_incl"):
+        try:
+            x = float(value)
+        except ValueError:
+            return "must be a number between 0 and 1"
+        ok = 0.0 < x < 1.0 if kind == "fraction" else 0.0 < x <= 1.0
+        return None if ok else "must be between 0 and 1"
+    if kind == "divisions":
+        if value.startswith("["):
+            return None if value.endswith("]") else "opens '[' without a closing ']'"
+        return None if value.isdigit() and (int(value) == 0 or _pow2(int(value))) else "must be a power of 2 (or 0)"
+    if not value.isdigit():
+        return "must be a whole number"
+    if kind == "int_pow2" and not _pow2(int(value)):
+        return "must be a power of 2"
+    return None
+
+
+@rule("NCL008")
+def alloc_conf(ctx):
+    """Parses each allocator variable like torch does (comma-separated key:value, brackets for roundup lists):
+    unknown keys, missing or malformed values. An unknown key is an error when the target torch is no newer
+    than the torch whose keys were read (rules/alloc_conf.toml), else a warning (a newer torch may know it)."""
+    env = ctx.env()
+    table = data.load("alloc_conf")
+    keys: dict[str, str] = table["keys"]
+    t = ctx.snap.torch
+    tv = vtuple(t.version) if t is not None and t.installed and t.version else None
+    read = vtuple(table["keys_read_from"]) or ()
+    newer = tv is None or tv[:2] > read[:2]
+    for name in table["variables"]:
+        text = env.get(name)
+        if text is None:
+            continue
+        for key, value in split_alloc_conf(text):
+            if key not in keys:
+                close = [k for k in keys if k.lower() == key.lower() or k.startswith(key[:6])]
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                yield ctx.finding(
+                    [f"{name}={text}", f"key {key!r} is not an allocator option{hint}",
+                     f"known keys (torch {table['keys_read_from']}): {', '.join(sorted(keys))}"],
+                    subject=name, severity="warning" if newer else "error",
+                    data={"variable": name, "key": key, "torch": t.version if t else None})
+                continue
+            why = _bad_value(keys[key], value, table)
+            if why is None and key == "max_split_size_mb" and value is not None:
+                low = table["limits"]["max_split_size_mb_min"]
+                why = None if int(value) >= low else f"must be >= {low} (MiB)"
+            if why:
+                yield ctx.finding([f"{name}={text}", f"{key}:{value}: {why}"], subject=name,
+                                  data={"variable": name, "key": key, "value": value})
+
+
+@rule("NCL009")
+def nccl_net(ctx):
+    """NCCL_NET=IB against the RDMA ports in /sys/class/infiniband (error when none is ACTIVE). Another name than
+    IB/Socket: a warning (only a net plugin can provide it, and a plugin's network name cannot be read without
+    loading it). NCCL_IB_HCA: HCA names matched with NCCL's prefix/'^'/'=' rules; no match is a warning for a
+    multi-node job, info otherwise; moot (quiet) on a host without RDMA devices."""
+    from gpudoctor.rules.nccl_env import _socket_if_match
+    from gpudoctor.rules.topology import _active_rdma
+
+    env = ctx.env()
+    net, hca = env.get("NCCL_NET"), env.get("NCCL_IB_HCA")
+    if net is None and not hca:
+        return
+    name = (net or "").strip()
+    topo = ctx.snap.topology
+    needs_ib = name.lower() == "ib" or bool(hca)
+    if needs_ib and (topo is None or topo.ib_present is None):
+        raise NotAssessed("InfiniBand facts missing (/sys/class/infiniband not read)")
+    if name.lower() == "ib":
+        if not _active_rdma(topo):
+            ports = ", ".join(f"{p.device}/{p.port} {p.state}" for p in topo.ib_ports) or "no RDMA device"
+            yield ctx.finding([f"NCCL_NET={net}", f"active RDMA ports: none ({ports})"], subject="NCCL_NET",
+                              data={"NCCL_NET": net})
+    elif net is not None and name.lower() != "socket":
+        plugin = env.get("NCCL_NET_PLUGIN")
+        yield ctx.finding([f"NCCL_NET={net}: not one of NCCL's own networks ({', '.join(BUILTIN_NETS)})",
+                           f"NCCL_NET_PLUGIN={plugin}: that plugin must provide a network named {name!r}" if plugin
+                           else "NCCL_NET_PLUGIN unset: only a libnccl-net.so on the loader's path can provide it",
+                           "if none does, communicator init fails: 'Failed to initialize any NET plugin'"],
+                          subject="NCCL_NET", severity="warning", data={"NCCL_NET": net, "NCCL_NET_PLUGIN": plugin})
+    if hca and topo is not None:
+        devices = sorted({p.device for p in topo.ib_ports})
+        if not devices:
+            return  # no RDMA device at all: NCCL uses sockets whatever NCCL_IB_HCA says
+        entries = ",".join(e.split(":")[0] for e in hca.split(","))  # mlx5_0:1 -> mlx5_0 (port suffix)
+        _exclude, selected, _dead = _socket_if_match(entries, devices)
+        if not selected:
+            mn = multi_node(env)
+            yield ctx.finding([f"NCCL_IB_HCA={hca} selects no HCA; HCAs: {', '.join(devices)}",
+                               "NCCL then has no RDMA device and falls back to TCP sockets"],
+                              subject="NCCL_IB_HCA", severity="warning" if mn else "info",
+                              data={"hcas": devices, "multi_node": mn})
+
+
+LAUNCH_VARS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT")
+
+
+def _ints(env: dict[str, str]) -> tuple[dict[str, int], list[str]]:
+    """The launcher variables that are set: (parsed values, evidence lines for those that are not integers)."""
+    vals: dict[str, int] = {}
+    bad: list[str] = []
+    for k in LAUNCH_VARS:
+        if k in env:
+            try:
+                vals[k] = int(env[k].strip())
+            except ValueError:
+                bad.append(f"{k}={env[k]!r} is not an integer")
+    return vals, bad
+
+
+@rule("NCL010")
+def launch_vars(ctx):
+    """Checks the launcher variables present in the environment: integers; RANK < WORLD_SIZE; LOCAL_RANK <
+    LOCAL_WORLD_SIZE <= WORLD_SIZE; MASTER_PORT in 1-65535; LOCAL_RANK and LOCAL_WORLD_SIZE against the GPUs NVML
+    sees after CUDA_VISIBLE_DEVICES (that part only when the GPU list is known)."""
+    from gpudoctor.compat.versions import visible_device_count
+
+    env = ctx.env()
+    vals, ev = _ints(env)
+    ws, rank, lr, lws = (vals.get(k) for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))
+    if ws is not None and rank is not None and not 0 <= rank < ws:
+        ev.append(f"RANK={rank} with WORLD_SIZE={ws}: a rank must be below the world size")
+    if lws is not None and lr is not None and not 0 <= lr < lws:
+        ev.append(f"LOCAL_RANK={lr} with LOCAL_WORLD_SIZE={lws}")
+    if ws is not None and lws is not None and lws > ws:
+        ev.append(f"LOCAL_WORLD_SIZE={lws} exceeds WORLD_SIZE={ws}")
+    port = vals.get("MASTER_PORT")
+    if port is not None and not 1 <= port <= 65535:
+        ev.append(f"MASTER_PORT={port} is outside 1-65535")
+    gpu_ev: list[str] = []  # against the visible GPUs: a warning (a script may map ranks to GPUs its own way)
+    nv = ctx.snap.nvml
+    if (lr is not None or lws is not None) and nv is not None and nv.available and nv.gpus:
+        gpus = nv.gpus
+        visible = visible_device_count(env.get("CUDA_VISIBLE_DEVICES"), len(gpus), [g.uuid for g in gpus])
+        if lr is not None and visible and lr >= visible:
+            gpu_ev.append(f"LOCAL_RANK={lr}, but this process sees {visible} GPU(s): torch.cuda.set_device({lr}) "
+                          "fails with 'invalid device ordinal'")
+        if lws is not None and visible and lws > visible:
+            gpu_ev.append(f"LOCAL_WORLD_SIZE={lws} ranks on {visible} visible GPU(s): ranks would share a GPU")
+    if ev or gpu_ev:
+        yield ctx.finding(ev + gpu_ev, severity="error" if ev else "warning",
+                          data={k: env[k] for k in LAUNCH_VARS if k in env})
+
+
+# NCCL's names for NCCL_ALGO / NCCL_PROTO elements and NCCL_ALGO's per-collective prefixes (src/init.cc ncclAlgoStr,
+# ncclProtoStr, ncclFuncStr, v2.12-v2.29; "CollNet" is the pre-2.14 name). From 2.24 (src/graph/tuning.cc
+# parseList) an element NCCL does not know is "Unrecognized element token" and communicator init fails with
+# ncclInvalidUsage on every multi-rank communicator; up to 2.23 it was silently ignored.
+NCCL_LIST_ELEMS = {
+    "NCCL_ALGO": ("Tree", "Ring", "CollNet", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
+    "NCCL_PROTO": ("LL", "LL128", "Simple"),
+}
+NCCL_FUNCS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+NCCL_STRICT_LISTS = (2, 24)
+
+
+def nccl_list_problems(name: str, value: str) -> list[str]:
+    """What NCCL's parser (src/graph/tuning.cc parseList, 2.24+) refuses in NCCL_ALGO / NCCL_PROTO: elements it
+    does not know, collective prefixes it does not know, entries after the first without a prefix. [] = valid.
+    Syntax: ``elem,elem;func:elem,^elem`` (case-insensitive)."""
+    elems = {e.lower() for e in NCCL_LIST_ELEMS[name]}
+    funcs = {f.lower() for f in NCCL_FUNCS}
+    out: list[str] = []
+    for i, entry in enumerate(e for e in value.split(";") if e.strip()):
+        prefix, sep, items = entry.partition(":")
+        if not sep:
+            prefix, items = "", entry
+            if i:
+                out.append(f"entry {entry!r}: every entry after the first needs a collective prefix (allreduce:...)")
+        if prefix and prefix.strip().lower() not in funcs:
+            out.append(f"{prefix.strip()!r} is not a collective NCCL knows ({', '.join(NCCL_FUNCS)})")
+        for tok in items.strip().lstrip("^").split(","):
+            if tok.strip() and tok.strip().lower() not in elems:
+                what = "an algorithm" if name == "NCCL_ALGO" else "a protocol"
+                out.append(f"{tok.strip()!r} is not {what} NCCL knows "
+                           f"({', '.join(NCCL_LIST_ELEMS[name])})")
+    return out

@@ -1,0 +1,134 @@
+"""NCL008 (allocator configuration torch rejects) and NCL009 (NCCL_NET / NCCL_IB_HCA naming a network the host
+lacks), on the real H200 snapshot (no RDMA device) edited per case. The faults were set by hand on that host
+(docs/examples/h200-faults-2026-12-01): NCCL_NET=Bogus made the NCCL confirmation run fail with 'Failed to
+initialize any NET plugin'; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:maybe passed a --no-confirm scan silently."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+from conftest import ids, outcome
+
+from gpudoctor.facts.model import Snapshot
+from gpudoctor.facts.topo_model import IbPort
+from gpudoctor.rules import evaluate
+from gpudoctor.rules.env_values import split_alloc_conf
+
+FAULTS = pathlib.Path(__file__).parent / "fixtures" / "h200-faults"
+
+
+@pytest.fixture
+def h200_topo_snap() -> Snapshot:
+    """The H200's own `scan --no-confirm` snapshot of 2026-12-01 (with topology facts: no RDMA device)."""
+    return Snapshot.model_validate(json.loads((FAULTS / "baseline-noconfirm.json").read_text())["snapshot"])
+
+
+def _run(snap, rid, **env):
+    snap.env.variables.update(env)
+    return evaluate(snap, only=[rid])
+
+
+def test_split_alloc_conf_keeps_bracket_lists():
+    assert split_alloc_conf("expandable_segments:True, roundup_power2_divisions:[256:1,512:2,>:4],x") == [
+        ("expandable_segments", "True"), ("roundup_power2_divisions", "[256:1,512:2,>:4]"), ("x", None)]
+
+
+@pytest.mark.parametrize("value", ["expandable_segments:True", "max_split_size_mb:128,garbage_collection_threshold:0.8",
+                                   "backend:cudaMallocAsync", "roundup_power2_divisions:[256:1,512:2,>:4]",
+                                   "roundup_power2_divisions:4,pinned_num_register_threads:8"])
+def test_ncl008_accepts_valid_configs(h200_snap, value):
+    rep = _run(h200_snap, "NCL008", PYTORCH_CUDA_ALLOC_CONF=value)
+    assert ids(rep) == [] and outcome(rep, "NCL008").status == "pass"
+
+
+@pytest.mark.parametrize("value, why", [
+    ("expandable_segments:maybe", "True or False"), ("expandable_segments:true", "True or False"),
+    ("max_split_size_mb:10", ">= 20"), ("garbage_collection_threshold:1.5", "between 0 and 1"),
+    ("backend:cudaMalloc", "native, cudaMallocAsync"), ("roundup_power2_divisions:3", "power of 2"),
+    ("max_split_size_mb", "no value"), ("expandable_segment:True", "did you mean expandable_segments"),
+])
+def test_ncl008_rejects_what_torch_rejects(h200_snap, value, why):
+    rep = _run(h200_snap, "NCL008", PYTORCH_CUDA_ALLOC_CONF=value)
+    assert ids(rep) == ["NCL008"] and rep.findings[0].severity == "error"
+    assert why in " ".join(rep.findings[0].evidence)
+
+
+def test_ncl008_unknown_key_on_a_newer_torch_is_a_warning(h200_snap):
+    h200_snap.torch.version = "2.20.0+cu135"   # newer than the torch whose keys were read: it may know the key
+    rep = _run(h200_snap, "NCL008", PYTORCH_ALLOC_CONF="some_future_option:True")
+    assert [f.severity for f in rep.findings] == ["warning"]
+
+
+def test_ncl008_unknown_env_is_not_assessed(h200_snap):
+    h200_snap.env = None
+    assert outcome(evaluate(h200_snap, only=["NCL008"]), "NCL008").status == "not_assessed"
+
+
+def test_ncl009_nccl_net_ib_without_rdma_is_an_error(h200_topo_snap):
+    assert h200_topo_snap.topology.ib_present is False   # the real host: no /sys/class/infiniband
+    rep = _run(h200_topo_snap, "NCL009", NCCL_NET="IB")
+    assert ids(rep) == ["NCL009"] and rep.findings[0].severity == "error"
+
+
+def test_ncl009_unknown_network_name_warns_and_names_the_plugin(h200_topo_snap):
+    rep = _run(h200_topo_snap, "NCL009", NCCL_NET="Bogus")
+    assert [f.severity for f in rep.findings] == ["warning"]
+    assert "Failed to initialize any NET plugin" in " ".join(rep.findings[0].evidence)
+    assert ids(_run(h200_topo_snap, "NCL009", NCCL_NET="Socket")) == []
+
+
+def test_ncl009_ib_hca(h200_topo_snap):
+    assert ids(_run(h200_topo_snap, "NCL009", NCCL_IB_HCA="mlx5_99")) == []   # no RDMA device: moot
+    topo = h200_topo_snap.topology
+    topo.ib_present = True
+    topo.ib_ports = [IbPort(device="mlx5_0", port=1, state="ACTIVE"), IbPort(device="mlx5_1", port=1, state="ACTIVE")]
+    assert ids(_run(h200_topo_snap, "NCL009", NCCL_IB_HCA="mlx5_0:1,mlx5_1:1")) == []
+    assert ids(_run(h200_topo_snap, "NCL009", NCCL_NET="IB")) == []
+    rep = _run(h200_topo_snap, "NCL009", NCCL_IB_HCA="=mlx5_9", NCCL_NET="IB", WORLD_SIZE="16", LOCAL_WORLD_SIZE="8")
+    assert [f.severity for f in rep.findings] == ["warning"] and "selects no HCA" in rep.findings[0].evidence[0]
+
+
+def test_ncl009_ib_facts_unknown_is_not_assessed(h200_topo_snap):
+    h200_topo_snap.topology.ib_present = None
+    assert outcome(_run(h200_topo_snap, "NCL009", NCCL_NET="IB"), "NCL009").status == "not_assessed"
+
+
+@pytest.mark.parametrize("env, phrase", [
+    ({"WORLD_SIZE": "2", "RANK": "2"}, "below the world size"),
+    ({"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "1"}, "LOCAL_RANK=1 with LOCAL_WORLD_SIZE=1"),
+    ({"MASTER_PORT": "70000"}, "outside 1-65535"),
+    ({"MASTER_PORT": "29500x"}, "not an integer"),
+    ({"LOCAL_RANK": "3"}, "invalid device ordinal"),        # one H200 visible
+    ({"LOCAL_WORLD_SIZE": "2", "WORLD_SIZE": "2"}, "share a GPU"),
+])
+def test_ncl010_launch_variables(h200_snap, env, phrase):
+    rep = _run(h200_snap, "NCL010", **env)
+    assert ids(rep) == ["NCL010"] and phrase in " ".join(rep.findings[0].evidence)
+    gpu_only = "LOCAL_RANK" in env and "LOCAL_WORLD_SIZE" not in env or "share a GPU" in phrase
+    assert rep.findings[0].severity == ("warning" if gpu_only else "error")
+
+
+def test_ncl010_quiet_on_a_consistent_launch(h200_snap):
+    rep = _run(h200_snap, "NCL010", WORLD_SIZE="16", RANK="15", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+               MASTER_PORT="29500")
+    assert ids(rep) == [] and outcome(rep, "NCL010").status == "pass"
+    h200_snap.env = None
+    assert outcome(evaluate(h200_snap, only=["NCL010"]), "NCL010").status == "not_assessed"
+
+
+def test_ncl001_unknown_algorithm_is_an_error_on_nccl_2_24_and_later(h200_snap):
+    """NCCL_ALGO=Bogus on the H200 (NCCL 2.28.9): the one-rank run passed (no tuner with one rank), but NCCL
+    2.24+ refuses the token on any multi-rank communicator (src/graph/tuning.cc parseList)."""
+    h200_snap.torch.nccl_version = "2.28.9"
+    rep = _run(h200_snap, "NCL001", NCCL_ALGO="Bogus")
+    f = rep.findings[0]
+    assert f.severity == "error" and "'Bogus' is not an algorithm NCCL knows" in " ".join(f.evidence)
+    h200_snap.torch.nccl_version = "2.21.5"
+    assert [f.severity for f in _run(h200_snap, "NCL001", NCCL_ALGO="Bogus").findings] == ["warning"]
+    # valid forms, the per-collective syntax included: the plain 'forced' warning only
+    for value in ("Ring,Tree", "ring;allreduce:^nvls", "NVLSTree"):
+        rep = _run(h200_snap, "NCL001", NCCL_ALGO=value)
+        assert [(f.severity, f.title) for f in rep.findings] == [("warning", "NCCL algorithm or protocol forced")]
+    rep = _run(h200_snap, "NCL001", NCCL_ALGO="Ring", NCCL_PROTO="LL;tree")
+    assert any("needs a collective prefix" in " ".join(f.evidence) for f in rep.findings)
