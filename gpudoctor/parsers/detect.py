@@ -80,6 +80,7 @@ LSPCI = "lspci"
 DF = "df"
 ULIMIT = "ulimit -a"
 DMESG = "kernel log"
+DRIVER_VERSION = "/proc/driver/nvidia/version"
 NCCL = "NCCL log"
 ENV = "env dump"
 COMMAND = "command line"
@@ -151,6 +152,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     ),
     (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
     (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
+    (DRIVER_VERSION, re.compile(r"^[ \t]*NVRM version: NVIDIA UNIX\b", re.M)),
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
     (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
     (
