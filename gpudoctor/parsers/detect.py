@@ -81,6 +81,11 @@ DF = "df"
 ULIMIT = "ulimit -a"
 DMESG = "kernel log"
 DRIVER_VERSION = "/proc/driver/nvidia/version"
+BUG_REPORT = "nvidia-bug-report.log"
+#: nvidia-bug-report.sh's prologue or its section layout (44 underscores, an empty line, "*** /proc/..."), found in
+#: any piece of one (parsers/bug_report.py)
+BUG_REPORT_MARK = re.compile(r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version: \d"
+                             r"|^_{44}[ \t]*\r?\n\r?\n\*\*\* /(?:proc|sys|etc|var)/", re.M)
 NCCL = "NCCL log"
 ENV = "env dump"
 COMMAND = "command line"
@@ -187,6 +192,8 @@ def detect(text: str) -> list[str]:
         return [GD_VERSIONCHECK]
     if _GD_FORMAT.search(text):
         return [GD_FORMAT]
+    if BUG_REPORT_MARK.search(text):  # a bundle of dumps and logs: its sections are recognised one by one
+        return [BUG_REPORT]
     kinds = [kind for kind, rx in _RULES if rx.search(text)]
     if SMI_XML in kinds:
         return [SMI_XML]

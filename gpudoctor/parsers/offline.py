@@ -62,6 +62,7 @@ class Collected:
     topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
     lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
     apps: list[tuple[str, str | None, str | None, Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
+    bundle_titles: dict[str, str] = field(default_factory=dict)  # bug report path -> title of its last section read
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -141,10 +142,12 @@ SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REP
 )
 
 
-def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None) -> str | None:
+def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None,
+                in_bundle: bool = False) -> str | None:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine).
 
     ``kinds``: the formats, when the caller already recognised them (chunks of a large input, parsers/stream.py).
+    ``in_bundle``: the text is one section of an nvidia-bug-report.log (parsers/bug_report.py).
     """
     from gpudoctor.parsers.offline_formats import FileParse, parse_formats
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
@@ -165,6 +168,10 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         info.sections = [n for n in TEXT_SECTIONS + ("storage", "logs") if getattr(col.base, n, None) is not None]
         col.inputs.append(info)
         return None
+    if not in_bundle and (D.BUG_REPORT in kinds or path in col.bundle_titles):  # later chunks of a large one too
+        from gpudoctor.parsers.bug_report import parse_bug_report
+
+        return parse_bug_report(path, text, col, _parse_file)
     fp = FileParse(path, info, col)
     parse_formats(fp, text, kinds)
     failures, parsed = fp.failures, fp.parsed
@@ -182,8 +189,9 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     if not kinds and not hits:
         return (
             f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "
-            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, "
-            f"NCCL log, env dump, error text or gpudoctor report)"
+            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, "
+            f"/proc/driver/nvidia/version, dmesg, NCCL log, env dump, nvidia-bug-report.log, error text or gpudoctor "
+            f"report)"
         )
     structured = [k for k in kinds if k != D.ERRORS]
     if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:
