@@ -140,7 +140,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (
         COLLECT_ENV,
         re.compile(
-            r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
+            # (a bullet and "(e.g., 1.0)": the issue template's hand-filled checklist)
+            r"^(?:[ \t]*[-*][ \t]+)?(?:PyTorch [Vv]ersion(?: \(e\.g\.,? [^)\n]*\))?|Is debug build"
+            r"|CUDA used to build PyTorch|Is CUDA available"
             r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*[:\uff1a]",
             re.M,
         ),
