@@ -82,6 +82,12 @@ ULIMIT = "ulimit -a"
 DMESG = "kernel log"
 DRIVER_VERSION = "/proc/driver/nvidia/version"
 BUG_REPORT = "nvidia-bug-report.log"
+PATH_VALUE = "echo $LD_LIBRARY_PATH"
+#: the whole text is one colon-separated list of absolute paths, after an optional `echo $NAME` line
+_PATH_VALUE = re.compile(r"""\A\s*(?:[^\n]*\becho[ \t]+["']?\$\{?[A-Za-z_]\w*\}?["']?[ \t]*\n\s*)?"""
+                         r"/[^\s:]*(?::(?:/[^\s:]*)?)*[ \t]*\s*\Z")
+#: a Python warning as the warnings module prints it: "…/torch/cuda/__init__.py:128: UserWarning: CUDA initialization…"
+_PY_WARNING = re.compile(r"^\S*\.py:\d+: [A-Z]\w*Warning: ", re.M)
 #: nvidia-bug-report.sh's prologue or its section layout (44 underscores, an empty line, "*** /proc/..."), found in
 #: any piece of one (parsers/bug_report.py)
 BUG_REPORT_MARK = re.compile(r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version: \d"
@@ -203,6 +209,8 @@ def detect(text: str) -> list[str]:
         kinds.remove(LSCPU)
     if looks_like_env(text):
         kinds.append(ENV)
-    if ERRORISH.search(text):
+    elif not kinds and len(text) < 64 * 1024 and _PATH_VALUE.match(text):
+        kinds.append(PATH_VALUE)
+    if ERRORISH.search(text) or _PY_WARNING.search(text):
         kinds.append(ERRORS)
     return kinds

@@ -31,7 +31,7 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
-LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.DF, D.P2P}
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 

@@ -122,7 +122,14 @@ def _nccl(fp: FileParse, text: str) -> None:
 def _env(fp: FileParse, text: str) -> None:
     from gpudoctor.parsers import env_dump
 
-    fp.frag("env", env_dump.parse_env(text))
+    # a few NAME=value lines are an excerpt: only their variables are known (the others are not "unset")
+    fp.frag("env", env_dump.parse_env(text), complete=env_dump.is_whole_environment(text))
+
+
+def _path_value(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import env_dump
+
+    fp.frag("env", env_dump.parse_path_value(text), complete=False)
 
 
 def _commands(fp: FileParse, text: str) -> None:
@@ -187,6 +194,7 @@ HANDLERS: dict[str, Handler] = {
     D.DMESG: _kernel_log,
     D.NCCL: _nccl,
     D.ENV: _env,
+    D.PATH_VALUE: _path_value,
     D.COMMAND: _commands,
     D.TOPO: _topo_matrix,
     D.DRIVER_VERSION: _driver_version,
