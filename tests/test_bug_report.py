@@ -172,3 +172,27 @@ def test_nvml_mismatch_with_library_version_line_is_nvidia_smi_output():
     assert D.SMI in D.detect(text)
     assert parse_table(text).available is False
     assert D.SMI not in D.detect(text + "Traceback (most recent call last):\n")  # more than nvidia-smi's output
+
+
+def test_old_script_version_path_and_a_missing_module(tmp_path):
+    """3xx/4xx scripts append /proc/driver/nvidia/./version (one entry per module instance); when that file does not
+    exist the NVIDIA kernel module was not loaded: DRV001, with nvidia-smi's own failure first when it is there."""
+    ok = (f"{SEP}\n\n*** /proc/driver/nvidia/./version\n"
+          "*** ls: -r--r--r-- 1 root root 0 x /proc/driver/nvidia/./version\n"
+          "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.82.01  Wed Oct 27 21:21:55 UTC 2021\n\n")
+    p = tmp_path / "a.log"
+    p.write_text(ok)
+    snap, errors = build_snapshot([str(p)])
+    assert errors == [] and snap.nvml.driver_version == "470.82.01"
+    missing = (f"{SEP}\n\nStart of NVIDIA bug report log file.\n\n"
+               f"{SEP}\n\n*** /proc/driver/nvidia/./version does not exist\n\n"
+               f"{SEP}\n\n*** /proc/driver/nvidia/params does not exist\n\n")
+    p.write_text(missing)
+    snap, errors = build_snapshot([str(p)])
+    assert errors == [] and snap.nvml.available is False and "not loaded" in snap.nvml.error
+    drv = next(f for f in _findings(snap) if f.rule_id == "DRV001")
+    assert any("absent" in e for e in drv.evidence)
+    smi = f"{SEP}\n\n/usr/bin/nvidia-smi --query\n\nFailed to initialize NVML: Driver/library version mismatch\n\n"
+    p.write_text(missing + smi)
+    snap, _ = build_snapshot([str(p)])
+    assert "mismatch" in snap.nvml.error.lower()

@@ -38,8 +38,13 @@ SCAN_TITLE = "Scanning kernel log files for NVIDIA kernel messages:"
 #: service logs and statuses worth searching for errors (fabric manager, IMEX, persistenced)
 _SERVICE_LOGS = re.compile(r"^(?:/var/log/(?:fabricmanager|nvidia-imex|nvidia-persistenced)[\w.-]*\.log"
                            r"|/\S*systemctl status \S*nvidia-(?:fabricmanager|imex|persistenced)\S*)")
+#: "/proc/driver/nvidia/version"; "/proc/driver/nvidia/./version" (3xx/4xx scripts: one entry per module instance,
+#: "." for the single one) and "/proc/driver/nvidia/0/version" (multi-instance nvidia-frontend hosts)
+_VERSION_FILE = re.compile(r"^/proc/driver/nvidia/(?:\./|\d+/)?version$")
+_NO_MODULE = "*** /proc/driver/nvidia/version does not exist"
 _LINK_LINES = re.compile(r"^\s+(?:LnkCap|LnkSta|ACSCtl):", re.M)
 BUG_REPORT = D.BUG_REPORT
+NO_MODULE_TITLE = "/proc/driver/nvidia/version (does not exist)"
 
 
 @dataclass
@@ -61,7 +66,7 @@ def _classify(title: str, body: str) -> list[str]:
         # what a saved kernel / service log gets on its own: kernel-log facts when it holds NVRM lines, the
         # signature catalogue and its error lines when it holds error-looking lines
         return [k for k in D.detect(body) if k in (D.DMESG, D.ERRORS)]
-    if title == "/proc/driver/nvidia/version":
+    if _VERSION_FILE.match(title):
         return [D.DRIVER_VERSION]
     if title == "/proc/meminfo":
         return [D.MEMINFO]
@@ -101,8 +106,10 @@ def split_sections(text: str, carried_title: str | None = None) -> list[Section]
                 continue
             want_title = False
             if s.startswith("*** ") and not s.startswith("*** ls:"):
-                title = s[4:].strip()
-                if title.endswith((" does not exist", " is not readable")):
+                title = s[4:].strip().replace("/./", "/")
+                if s.replace("/./", "/") == _NO_MODULE:
+                    title = NO_MODULE_TITLE  # a fact: the NVIDIA kernel module is not loaded
+                elif title.endswith((" does not exist", " is not readable")):
                     title = ""
             else:
                 title = s
@@ -156,6 +163,19 @@ def dedupe_xids(per_source: list[list]) -> list:
 ParseFile = Callable[..., "str | None"]
 
 
+def _no_module(path: str, col: Any, info: Any) -> None:
+    """The script found no /proc/driver/nvidia/version: the NVIDIA kernel module was not loaded when it ran (the file
+    exists while it is). Added after the sections, so an nvidia-smi section's own answer comes first."""
+    from gpudoctor.facts.model import NvmlFacts
+    from gpudoctor.parsers.offline import Fragment
+
+    nv = NvmlFacts(source="nvidia-bug-report.log (*** /proc/driver/nvidia/version does not exist)", available=False,
+                   error="the NVIDIA kernel module is not loaded (/proc/driver/nvidia/version does not exist)",
+                   kernel_module=None)
+    col.fragments.append(Fragment("nvml", nv, path))
+    info.sections.append("nvml")
+
+
 def parse_bug_report(path: str, text: str, col: Any, parse_file: ParseFile) -> str | None:
     """Diagnose each section of a bug report (or of one chunk of a large one) with ``parse_file(path, body, col,
     kinds)``; the InputFiles that gives become one, of kind 'nvidia-bug-report.log'. Returns None (a bug report is
@@ -182,6 +202,8 @@ def parse_bug_report(path: str, text: str, col: Any, parse_file: ParseFile) -> s
     col.xids += dedupe_xids(per_source)
     host = next((host_from_uname(s.body) for s in sections if "Start of NVIDIA bug report" in s.title), None)
     info = InputFile(path=path, kinds=[BUG_REPORT])
+    if any(s.title == NO_MODULE_TITLE for s in sections):
+        _no_module(path, col, info)
     if host is not None:
         from gpudoctor.parsers.offline import Fragment
 
