@@ -118,7 +118,7 @@ def split_sections(text: str, carried_title: str | None = None) -> list[Section]
             continue  # the file's metadata (echo_metadata)
         src = _SCAN_SOURCE.match(line) if title is not None and (title == SCAN_TITLE or _SCAN_SOURCE.match(
             "  " + title + ":")) else None
-        if src:  # each log the scan grepped is its own source (the same Xid is in several: see _dedupe_xids)
+        if src:  # each log the scan grepped is its own source (the same Xid is in several: see dedupe_xids)
             close()
             title, body = src.group(1), []
             continue
@@ -184,8 +184,12 @@ def parse_bug_report(path: str, text: str, col: Any, parse_file: ParseFile) -> s
     from gpudoctor.parsers.stream import _merge_inputs
 
     start = len(col.inputs)
+    continued = path in col.bundle_titles
     sections = split_sections(text, col.bundle_titles.get(path))
     col.bundle_titles[path] = sections[-1].title if sections else ""
+    # a section cut by a piece boundary (the first of a later piece, the last of any) is an excerpt: when its
+    # parser cannot read it, that is no fault of the input (the other piece holds the rest)
+    cut = {id(sections[-1])} | ({id(sections[0])} if continued else set()) if sections else set()
     # nvidia-smi first: its NVML verdict (or its "Failed to initialize NVML") wins over the other sections' facts
     order = sorted(sections, key=lambda s: 0 if D.SMI_Q in s.kinds or D.SMI in s.kinds else 1)
     notes: list[str] = []
@@ -197,7 +201,7 @@ def parse_bug_report(path: str, text: str, col: Any, parse_file: ParseFile) -> s
         err = parse_file(path, sec.body + "\n", col, list(sec.kinds), in_bundle=True)
         per_source.append(col.xids[n0:])
         del col.xids[n0:]
-        if err:
+        if err and id(sec) not in cut:
             notes.append(f"{sec.title}: {err.split(': ', 1)[-1]}")
     col.xids += dedupe_xids(per_source)
     host = next((host_from_uname(s.body) for s in sections if "Start of NVIDIA bug report" in s.title), None)
