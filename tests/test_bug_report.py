@@ -196,3 +196,16 @@ def test_old_script_version_path_and_a_missing_module(tmp_path):
     p.write_text(missing + smi)
     snap, _ = build_snapshot([str(p)])
     assert "mismatch" in snap.nvml.error.lower()
+
+
+def test_text_pasted_before_the_report_is_read_as_text(tmp_path):
+    text = ("my job died with:\nRuntimeError: CUDA error: an illegal memory access was encountered\n\n"
+            f"{SEP}\n\nStart of NVIDIA bug report log file.\n\nnvidia-bug-report.sh Version: 36417460\n\n"
+            f"{SEP}\n\n*** /etc/modprobe.d/nvidia.conf\n*** ls: x\n# error: CUDA error: out of memory\n\n")
+    p = tmp_path / "paste.txt"
+    p.write_text(text)
+    snap, errors = build_snapshot([str(p)])
+    assert errors == [] and snap.inputs[0].kinds[0] == D.BUG_REPORT
+    quoted = [line for h in snap.logs.signatures for line in h.lines] + snap.logs.error_lines
+    assert any("illegal memory access" in q for q in quoted)
+    assert not any("out of memory" in q for q in quoted)  # the config file's comment stays quiet

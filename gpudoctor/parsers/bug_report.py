@@ -45,6 +45,7 @@ _NO_MODULE = "*** /proc/driver/nvidia/version does not exist"
 _LINK_LINES = re.compile(r"^\s+(?:LnkCap|LnkSta|ACSCtl):", re.M)
 BUG_REPORT = D.BUG_REPORT
 NO_MODULE_TITLE = "/proc/driver/nvidia/version (does not exist)"
+LEADING_TITLE = "(text before the first section)"
 
 
 @dataclass
@@ -92,6 +93,10 @@ def split_sections(text: str, carried_title: str | None = None) -> list[Section]
         if title is not None or body:
             t = title or ""
             b = "\n".join(body).strip("\n")
+            if not out and title is None and carried_title is None and b.strip():
+                # what a paste holds before the report (a message, an error): read as any text would be
+                out.append(Section(LEADING_TITLE, b, [k for k in D.detect(b) if k != D.BUG_REPORT]))
+                return
             out.append(Section(t, b, _classify(t, b) if t else []))
 
     blank_before = True
