@@ -28,6 +28,9 @@ def _check(tmp_path, text, name="in.txt"):
     "2026-12-01T12:00:00+0000 gpu01 kernel: ",       # journalctl -o short-iso
     "2026-12-01T12:00:00.123456+00:00 gpu01 kernel: ",  # journalctl -o short-iso-precise
     "Dec  1 12:00:00 gpu01 kernel: [ 8123.456789] ",  # /var/log/kern.log, syslog
+    "[ 8123.456789] gpu01 kernel: ",                 # journalctl -o short-monotonic
+    "2026-12-01T12:00:00,123456+00:00 ",             # dmesg --time-format iso
+    "<4>1 2026-12-01T12:00:00.123456+00:00 gpu01 kernel - - - ",  # RFC 5424 syslog (rsyslog forwarding)
 ])
 def test_kernel_log_every_timestamp_style(tmp_path, prefix):
     text = f"{prefix}{XID}\n{prefix}NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n"
