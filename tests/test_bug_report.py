@@ -84,6 +84,8 @@ def test_no_false_errors_from_sections_that_are_not_logs(report):
     assert ids <= {"LOG001", "SIG011"}, ids  # only the Xids (SIG011: fallen off the bus, in the kernel logs)
     hit = next(h for h in snap.logs.signatures if h.id == "SIG011")
     assert all("kernel:" in line or line.startswith("[") for line in hit.lines)
+    # kern.log and the previous boot's journal quote the same two lines: counted from one of them
+    assert hit.count == 2
 
 
 def test_a_config_file_alone_in_a_bug_report_stays_quiet(tmp_path):

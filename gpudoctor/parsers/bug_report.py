@@ -165,6 +165,17 @@ def dedupe_xids(per_source: list[list]) -> list:
     return [x for i, events in enumerate(per_source) for x in events if best[key(x)][1] == i]
 
 
+def _dedupe_hits(per_source: list[list]) -> list:
+    """Per signature, the hit of the kernel log that matched it most often (dmesg, kern.log and the journal quote
+    the same kernel messages)."""
+    best: dict[str, Any] = {}
+    for hits in per_source:
+        for h in hits:
+            if h.id not in best or h.count > best[h.id].count:
+                best[h.id] = h
+    return list(best.values())
+
+
 ParseFile = Callable[..., "str | None"]
 
 
@@ -199,16 +210,21 @@ def parse_bug_report(path: str, text: str, col: Any, parse_file: ParseFile) -> s
     order = sorted(sections, key=lambda s: 0 if D.SMI_Q in s.kinds or D.SMI in s.kinds else 1)
     notes: list[str] = []
     per_source: list[list] = []
+    kernel_hits: list[list] = []
     for sec in order:
         if not sec.kinds or not sec.body.strip():
             continue
-        n0 = len(col.xids)
+        n0, h0 = len(col.xids), len(col.hits)
         err = parse_file(path, sec.body + "\n", col, list(sec.kinds), in_bundle=True)
         per_source.append(col.xids[n0:])
         del col.xids[n0:]
+        if D.DMESG in sec.kinds:  # the kernel logs hold the same events: their signature hits count once too
+            kernel_hits.append(col.hits[h0:])
+            del col.hits[h0:]
         if err and id(sec) not in cut:
             notes.append(f"{sec.title}: {err.split(': ', 1)[-1]}")
     col.xids += dedupe_xids(per_source)
+    col.hits += _dedupe_hits(kernel_hits)
     host = next((host_from_uname(s.body) for s in sections if "Start of NVIDIA bug report" in s.title), None)
     info = InputFile(path=path, kinds=[BUG_REPORT])
     if any(s.title == NO_MODULE_TITLE for s in sections):
