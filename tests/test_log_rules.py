@@ -90,11 +90,9 @@ def test_ncl007_fires_only_with_active_nvlinks(fix, tmp_path):
     assert "NCL007" not in {f.rule_id for f in rep.findings}
     rep, _ = _run(tmp_path, {"env.txt": env})
     assert _status(rep, "NCL007") == "not_assessed"
-    rep, _ = _run(
-        tmp_path,
-        {
-            "env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\n",
-            "nvl.txt": (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt").read_text(),
-        },
-    )
+    nvl = (fix / "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt").read_text()
+    rep, _ = _run(tmp_path, {"env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\nHOME=/root\n", "nvl.txt": nvl})
     assert _status(rep, "NCL007") == "pass"
+    # two pasted lines are not the whole environment: NCCL_P2P_DISABLE may be set elsewhere
+    rep, _ = _run(tmp_path, {"env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\n", "nvl.txt": nvl})
+    assert _status(rep, "NCL007") == "not_assessed"

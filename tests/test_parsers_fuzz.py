@@ -31,6 +31,7 @@ PARSERS = {
     "smi_list": (nvidia_smi.parse_list, "h200-text/nvidia-smi-L.txt"),
     "smi_csv": (nvidia_smi.parse_query_csv, "h200-text/nvidia-smi-csv.txt"),
     "meminfo": (host_text.parse_meminfo, "h200-text/meminfo.txt"),
+    "proc_driver_version": (host_text.parse_proc_driver_version, "bug-report/procdriver.txt"),
     "apps_csv": (nvidia_smi.parse_compute_apps_csv, "h200-text/compute-apps-busy.txt"),
     "nvlink": (nvidia_smi.parse_nvlink_status, "corpus/017-a100-nvswitch-0-nvls-and-p2p-level-loc/nvlink-s.txt"),
     "lspci": (lspci.parse_lspci, "corpus/raw/lspci/005-plx-pex8725-acscap-acsctl-srcvalid.txt"),
@@ -247,7 +248,34 @@ def test_every_parser_module_is_fuzzed():
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _, _ in MORE.values()}
     fuzzed |= {fn.__module__.rsplit(".", 1)[-1] for fn, _ in HELPERS.values()}
     fuzzed |= {"detect", "signatures"}  # test_detect_and_signatures_never_raise
-    fuzzed |= {"offline", "offline_merge", "stream"}  # build_snapshot + merging + reader: test_pipeline_never_raises
+    fuzzed |= {"offline", "offline_merge", "offline_formats", "stream"}  # build_snapshot, merging, format table,
+    # reader: test_pipeline_never_raises
+    fuzzed |= {"bug_report"}  # test_bug_report_never_raises
     fuzzed |= {"smi_common"}  # constants and one-value helpers of the nvidia-smi parsers (fuzzed through them)
     fuzzed |= {"torch_messages"}        # lambdas above (facts_from_texts) are defined in this module
     assert modules - fuzzed == set(), f"parser modules without a fuzz test: {sorted(modules - fuzzed)}"
+
+
+def _bug_report_text() -> str:
+    import gzip
+
+    return gzip.decompress((FIX / "bug-report/nvidia-bug-report.log.gz").read_bytes()).decode()
+
+
+@FUZZ
+@given(text=st.one_of(mutated(_bug_report_text()), st.text(alphabet, max_size=400).map(
+    lambda t: "_" * 44 + "\n\n*** /proc/driver/nvidia/version\n" + t)))
+def test_bug_report_never_raises(tmp_path_factory, text):
+    """nvidia-bug-report.log cut, spliced, garbled: its sections split and the whole pipeline runs."""
+    from gpudoctor.parsers import bug_report
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    bug_report.split_sections(text)
+    p = tmp_path_factory.mktemp("br") / "nvidia-bug-report.log"
+    p.write_text(text, encoding="utf-8", errors="replace")
+    snap, errors = build_snapshot([str(p)])
+    assert all("\n" not in e for e in errors)
+    if snap is not None:
+        rep = evaluate(snap)
+        assert not [o for o in rep.outcomes if (o.reason or "").startswith("rule error")]

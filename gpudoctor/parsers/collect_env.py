@@ -21,7 +21,18 @@ from gpudoctor.parsers._text import clean, clip, na, to_bool
 SOURCE = "collect_env"
 _KV = re.compile(r"^([A-Za-z][A-Za-z0-9 _()/.+-]{1,60}?)\s*:\s?(.*)$")
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.+?)\s*(?:\(UUID:.*\))?$")
-_PIP = re.compile(r"^\[(pip3?|conda)\]\s+(\S+?)(?:==|\s+)(\S+)")
+#: "[pip3] torch==2.5.1" (pip list --format=freeze, torch 1.1+), "[pip] torch (1.0.0)" (--format=legacy, 0.4/1.0),
+#: "[conda] pytorch   1.0.0   py3.6_cuda9.0.176_cudnn7.4.1_1   pytorch"
+_PIP = re.compile(r"^\[(pip3?|conda)\]\s+(\S+?)(?:==|\s+\(|\s+)([^\s()]+)")
+#: the issue template's hand-filled checklist: " - PyTorch Version (e.g., 1.0): 1.1.0", "- OS (e.g., Linux): ..."
+_BULLET = re.compile(r"^[-*][ \t]+(?=[A-Za-z])")
+_EG = re.compile(r"[ \t]*\(e\.g\.,?[^)]*\)")
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[.+][A-Za-z0-9]+)*")
+#: "No CUDA": collect_env's value for the CUDA fields when torch sees no CUDA and nvidia-smi / nvcc answered nothing
+#: (torch/utils/collect_env.py, pretty_str): not a version, and the driver stays unknown
+NO_CUDA = "no cuda"
+#: MIG devices under their GPU in `nvidia-smi -L` (UUIDs removed by collect_env): "  MIG 3g.20gb     Device  0:"
+_MIG = re.compile(r"^MIG\s+\S+\s+Device\s+\d+:")
 _DRIVER_OLD = re.compile(r"driver on your system is too old \(found version (\d+)\)")
 _WARN = re.compile(r"UserWarning:\s*(CUDA initialization:.*?)(?:\s*\(Triggered internally.*)?$")
 LSCPU_KEYS = {"architecture", "cpu(s)", "model name", "socket(s)", "core(s) per socket", "thread(s) per core",
@@ -62,9 +73,15 @@ def parse_collect_env(text: str) -> CollectEnv:
     mode = None
     warn = None
     driver_cuda = None
+    bullets: set[str] = set()
     for raw in lines:
         line = raw.rstrip()
         s = line.strip()
+        if _BULLET.match(s):
+            s = _EG.sub("", _BULLET.sub("", s))
+            kvb = _KV.match(s)
+            if kvb:
+                bullets.add(_norm(kvb.group(1)))
         dm = _DRIVER_OLD.search(line)
         if dm:
             num = int(dm.group(1))
@@ -88,6 +105,9 @@ def parse_collect_env(text: str) -> CollectEnv:
             gpus.append(GpuFacts(index=int(g.group(1)), name=g.group(2)))
             mode = "gpus"
             continue
+        if mode == "gpus" and gpus and _MIG.match(s):  # MIG devices listed: MIG mode is on for that GPU
+            gpus[-1].mig_mode_current = True
+            continue
         p = _PIP.match(s)
         if p:
             out.packages.setdefault(p.group(2).lower(), p.group(3))
@@ -101,6 +121,15 @@ def parse_collect_env(text: str) -> CollectEnv:
         if not kv:
             continue
         key, value = _norm(kv.group(1)), kv.group(2).strip()
+        if value.lower() == NO_CUDA:
+            value = "N/A"
+        if key in bullets:  # a hand-filled checklist: free text; a version field gives its first version
+            if key != "pytorch version":
+                continue
+            vm = _VERSION.search(value)
+            if not vm:  # "master", "latest": unknown, not "not installed"
+                continue
+            value = vm.group(0)
         if key in LSCPU_KEYS:  # the lscpu block (after 'CPU:' or vLLM's 'CPU Info')
             lscpu.setdefault(key, value)
             continue
@@ -133,6 +162,9 @@ def _torch(keys: dict[str, str], packages: dict[str, str], warn: str | None) -> 
     t.installed = not na(v)
     if t.installed:
         t.version = v.strip()
+        rocm = re.search(r"\+rocm(\d+\.\d+(?:\.\d+)?)", t.version)
+        if rocm and "rocm used to build pytorch" not in keys:  # a ROCm wheel's local version names its ROCm
+            t.hip = rocm.group(1)
     py = keys.get("python version")
     if py and not na(py):
         t.interpreter_version = py.split()[0]

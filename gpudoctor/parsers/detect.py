@@ -80,6 +80,18 @@ LSPCI = "lspci"
 DF = "df"
 ULIMIT = "ulimit -a"
 DMESG = "kernel log"
+DRIVER_VERSION = "/proc/driver/nvidia/version"
+BUG_REPORT = "nvidia-bug-report.log"
+PATH_VALUE = "echo $LD_LIBRARY_PATH"
+#: the whole text is one colon-separated list of absolute paths, after an optional `echo $NAME` line
+_PATH_VALUE = re.compile(r"""\A\s*(?:[^\n]*\becho[ \t]+["']?\$\{?[A-Za-z_]\w*\}?["']?[ \t]*\n\s*)?"""
+                         r"/[^\s:]*(?::(?:/[^\s:]*)?)*[ \t]*\s*\Z")
+#: a Python warning as the warnings module prints it: "…/torch/cuda/__init__.py:128: UserWarning: CUDA initialization…"
+_PY_WARNING = re.compile(r"^\S*\.py:\d+: [A-Z]\w*Warning: ", re.M)
+#: nvidia-bug-report.sh's prologue or its section layout (44 underscores, an empty line, "*** /proc/..."), found in
+#: any piece of one (parsers/bug_report.py)
+BUG_REPORT_MARK = re.compile(r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version: \d"
+                             r"|^_{44}[ \t]*\r?\n\r?\n\*\*\* /(?:proc|sys|etc|var)/", re.M)
 NCCL = "NCCL log"
 ENV = "env dump"
 COMMAND = "command line"
@@ -134,7 +146,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (
         COLLECT_ENV,
         re.compile(
-            r"^(?:PyTorch version|Is debug build|CUDA used to build PyTorch|Is CUDA available"
+            # (a bullet and "(e.g., 1.0)": the issue template's hand-filled checklist)
+            r"^(?:[ \t]*[-*][ \t]+)?(?:PyTorch [Vv]ersion(?: \(e\.g\.,? [^)\n]*\))?|Is debug build"
+            r"|CUDA used to build PyTorch|Is CUDA available"
             r"|GPU models and configuration|Nvidia driver version|cuDNN version)\s*[:\uff1a]",
             re.M,
         ),
@@ -151,6 +165,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     ),
     (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
     (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
+    (DRIVER_VERSION, re.compile(r"^[ \t]*NVRM version: NVIDIA UNIX\b", re.M)),
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
     (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
     (
@@ -185,6 +200,8 @@ def detect(text: str) -> list[str]:
         return [GD_VERSIONCHECK]
     if _GD_FORMAT.search(text):
         return [GD_FORMAT]
+    if BUG_REPORT_MARK.search(text):  # a bundle of dumps and logs: its sections are recognised one by one
+        return [BUG_REPORT]
     kinds = [kind for kind, rx in _RULES if rx.search(text)]
     if SMI_XML in kinds:
         return [SMI_XML]
@@ -192,6 +209,8 @@ def detect(text: str) -> list[str]:
         kinds.remove(LSCPU)
     if looks_like_env(text):
         kinds.append(ENV)
-    if ERRORISH.search(text):
+    elif not kinds and len(text) < 64 * 1024 and _PATH_VALUE.match(text):
+        kinds.append(PATH_VALUE)
+    if ERRORISH.search(text) or _PY_WARNING.search(text):
         kinds.append(ERRORS)
     return kinds

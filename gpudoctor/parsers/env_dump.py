@@ -28,6 +28,44 @@ def parse_env_lines(text: str) -> dict[str, str]:
     return out
 
 
+#: the variables every login or container shell exports: a dump with PATH and one of these is the whole environment;
+#: a few NAME=value lines without them are an excerpt (only those variables are known)
+_SHELL_VARS = ("HOME", "PWD", "USER", "SHELL", "HOSTNAME", "LOGNAME", "TERM")
+
+
+def is_whole_environment(text: str) -> bool:
+    """True when ``text`` looks like a complete ``env`` / ``printenv`` / ``export -p`` dump, not a few lines of one."""
+    names = parse_env_lines(text)
+    return "PATH" in names and any(v in names for v in _SHELL_VARS)
+
+
+#: ``echo $LD_LIBRARY_PATH`` as pasted: an optional echo command line, then one colon-separated list of absolute paths
+_ECHO = re.compile(r"""^[ \t]*(?:\S*[$#%>][ \t]*)?echo[ \t]+["']?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?["']?[ \t]*$""")
+_PATH_LIST = re.compile(r"^[ \t]*/[^\s:]*(?::(?:/[^\s:]*)?)*[ \t]*$")
+_LIB_DIR = re.compile(r"/lib(?:32|64|x32)?(?:/|$)|/lib[^/]*$|/stubs$|/compat$")
+
+
+def parse_path_value(text: str) -> EnvFacts:
+    """The value of one path variable as ``echo $LD_LIBRARY_PATH`` prints it -> EnvFacts with that one variable.
+
+    The name comes from the echo line when pasted with it; without it, a list whose every entry is a library folder
+    (…/lib, …/lib64, …/lib/x86_64-linux-gnu, cuda-compat) is LD_LIBRARY_PATH. Raises ParseError otherwise."""
+    lines = [x for x in clean(text).split("\n") if x.strip()]
+    name = None
+    if len(lines) == 2 and _ECHO.match(lines[0]):
+        name = _ECHO.match(lines[0]).group(1)  # type: ignore[union-attr]
+        lines = lines[1:]
+    if len(lines) != 1 or not _PATH_LIST.match(lines[0]):
+        raise ParseError("not one colon-separated list of absolute paths")
+    value = lines[0].strip()
+    if name is None:
+        entries = [e for e in value.split(":") if e]
+        if not entries or not all(_LIB_DIR.search(e.rstrip("/")) for e in entries):
+            raise ParseError("a list of paths that are not all library folders: which variable it is is unknown")
+        name = "LD_LIBRARY_PATH"
+    return EnvFacts(source=f"echo ${name}", variables=collect_env({name: value}))
+
+
 def parse_env(text: str) -> EnvFacts:
     """Parse an environment dump into the training-relevant variables (secrets redacted).
 

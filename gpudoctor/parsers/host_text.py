@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from gpudoctor.facts.model import MemoryFacts
+from gpudoctor.facts.model import MemoryFacts, NvmlFacts
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean
 
@@ -142,3 +142,22 @@ def parse_meminfo(text: str) -> MemoryFacts:
     if "MemAvailable" in vals:
         mem.available_bytes = vals["MemAvailable"]
     return mem
+
+
+#: the first line of /proc/driver/nvidia/version, every driver branch since 3xx: "NVRM version: NVIDIA UNIX x86_64
+#: Kernel Module  535.104.05  Sat Aug 19 ..." (proprietary) or "NVRM version: NVIDIA UNIX Open Kernel Module for
+#: x86_64  580.159.04  Release Build ..." (open modules, R515+); the version is the driver's (nvidia-smi's)
+DRIVER_VERSION_LINE = re.compile(r"^[ \t]*NVRM version: NVIDIA UNIX\b[^\n]*?Kernel Module(?: for \S+)?[ \t]+"
+                                 r"(\d{3}\.\d+(?:\.\d+)?)\b[^\n]*$", re.M)
+
+
+def parse_proc_driver_version(text: str) -> NvmlFacts:
+    """``cat /proc/driver/nvidia/version`` -> NvmlFacts (driver_version, kernel_module); the file exists only while
+    the NVIDIA kernel module is loaded. Raises ParseError without its 'NVRM version:' line."""
+    m = DRIVER_VERSION_LINE.search(clean(text))
+    if not m:
+        raise ParseError("no 'NVRM version: NVIDIA UNIX ... Kernel Module <version>' line")
+    # the kernel module answered: the driver is loaded (as collect_env's driver line, parsers/collect_env.py);
+    # whether NVML initialises is for nvidia-smi's output to say
+    return NvmlFacts(source="/proc/driver/nvidia/version", available=True, driver_version=m.group(1),
+                     kernel_module=m.group(0).strip())

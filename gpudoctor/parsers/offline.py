@@ -17,8 +17,7 @@ from typing import Any
 
 from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
-from gpudoctor.facts.model import EnvFacts, InputFile, LogFacts, NcclLogFacts, Snapshot
-from gpudoctor.parsers import ParseError
+from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
 from gpudoctor.parsers._text import clip
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
@@ -32,7 +31,7 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
-LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.DF, D.P2P}
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 
@@ -63,6 +62,7 @@ class Collected:
     topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
     lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
     apps: list[tuple[str, str | None, str | None, Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
+    bundle_titles: dict[str, str] = field(default_factory=dict)  # bug report path -> title of its last section read
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -121,23 +121,6 @@ def read_text(path: str) -> str:
     return text
 
 
-def _topo(text: str):
-    """(result, note) from issue 3's topology parser when this build has it."""
-    try:
-        from gpudoctor.parsers import topo
-    except ImportError:
-        return None, "recognised as nvidia-smi topo -m; parser not available in this build"
-    fn = getattr(topo, "parse_topo_matrix", None)
-    if fn is None:
-        return None, "recognised as nvidia-smi topo -m; parser not available in this build"
-    try:
-        return fn(text), None
-    except ParseError as exc:
-        return None, f"nvidia-smi topo -m not parsed: {exc}"
-    except Exception as exc:  # a parser bug must not take the check down
-        return None, f"nvidia-smi topo -m parser failed: {type(exc).__name__}: {exc}"
-
-
 ANOTHER_REPORT = "another saved gpudoctor report"
 #: why each of gpudoctor's own outputs other than a saved report is not an input (parsers/detect.py OWN_OUTPUTS)
 _OWN_OUTPUT_REASONS = {
@@ -159,22 +142,14 @@ SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REP
 )
 
 
-def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None) -> str | None:
+def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None,
+                in_bundle: bool = False) -> str | None:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine).
 
     ``kinds``: the formats, when the caller already recognised them (chunks of a large input, parsers/stream.py).
+    ``in_bundle``: the text is one section of an nvidia-bug-report.log (parsers/bug_report.py).
     """
-    from gpudoctor.parsers import (
-        collect_env,
-        commands,
-        dmesg,
-        env_dump,
-        host_text,
-        lspci,
-        nccl_log,
-        nvidia_smi,
-        p2p_check,
-    )
+    from gpudoctor.parsers.offline_formats import FileParse, parse_formats
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
     kinds = D.detect(text) if kinds is None else kinds
@@ -193,78 +168,14 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         info.sections = [n for n in TEXT_SECTIONS + ("storage", "logs") if getattr(col.base, n, None) is not None]
         col.inputs.append(info)
         return None
-    failures: list[str] = []
-    parsed: list[str] = []
-    sig_text = text
+    if not in_bundle and (D.BUG_REPORT in kinds or path in col.bundle_titles):  # later chunks of a large one too
+        from gpudoctor.parsers.bug_report import parse_bug_report
 
-    def frag(section: str, value: Any, complete: bool = True) -> None:
-        if value is not None:
-            col.fragments.append(Fragment(section, value, path, complete))
-            if section not in info.sections:
-                info.sections.append(section)
-
-    # formats whose parser gives one section's facts as they are
-    one_section = {D.SMI_XML: ("nvml", nvidia_smi.parse_xml), D.SMI_Q: ("nvml", nvidia_smi.parse_query),
-                   D.SMI: ("nvml", nvidia_smi.parse_table), D.SMI_L: ("nvml", nvidia_smi.parse_list),
-                   D.SMI_CSV: ("nvml", nvidia_smi.parse_query_csv), D.NVLINK: ("nvml", nvidia_smi.parse_nvlink_status),
-                   D.LSCPU: ("cpu", collect_env.parse_lscpu), D.MEMINFO: ("memory", host_text.parse_meminfo),
-                   D.ULIMIT: ("memory", host_text.parse_ulimit)}
-    for kind in kinds:
-        try:
-            if kind in one_section:
-                section, parse = one_section[kind]
-                frag(section, parse(text))
-            elif kind == D.APPS_CSV:
-                col.apps += [(path, u, b, proc) for u, b, proc in nvidia_smi.parse_compute_apps_csv(text)]
-                info.sections.append("nvml")
-            elif kind == D.P2P:
-                col.peer.update(p2p_check.parse_peer_checks(text))
-                info.sections.append("logs")
-            elif kind == D.COLLECT_ENV:
-                ce = collect_env.parse_collect_env(text)
-                for sec in ("torch", "nvml", "host", "cpu", "env"):
-                    frag(sec, getattr(ce, sec))
-            elif kind == D.LSPCI:
-                lspci.parse_lspci(text)  # validates; the topology section is built from all texts below
-                col.lspci_texts.append((path, text))
-                info.sections.append("topology")
-            elif kind == D.DF:
-                shm = host_text.shm_facts(host_text.parse_df(text))
-                frag("memory", shm)
-            elif kind == D.DMESG:
-                k = dmesg.parse_kernel_log(text)
-                for x in k.xids:
-                    x.file = path
-                col.xids += k.xids
-                col.kernel += k.messages
-                sig_text = k.joined_text
-                info.sections.append("logs")
-            elif kind == D.NCCL:
-                n = nccl_log.parse_nccl_log(text)
-                col.nccl.append(n)
-                if n.env_set:
-                    from gpudoctor.facts.env import collect_env as _filter
-
-                    frag("env", EnvFacts(source="NCCL log ('set by environment' lines)",
-                                         variables=_filter(n.env_set)), complete=False)
-                info.sections.append("logs")
-            elif kind == D.ENV:
-                frag("env", env_dump.parse_env(text))
-            elif kind == D.COMMAND:
-                col.commands += commands.parse_commands(text)
-            elif kind == D.TOPO:
-                result, note = _topo(text)
-                if result is not None:
-                    col.topo_texts.append((path, text))
-                    info.sections.append("topology")
-                if note:
-                    info.note = note
-                    if result is None and "not available" not in note:
-                        failures.append(note)
-                    continue
-            parsed.append(kind)
-        except ParseError as exc:
-            failures.append(f"{kind}: {exc}")
+        return parse_bug_report(path, text, col, _parse_file)
+    fp = FileParse(path, info, col)
+    parse_formats(fp, text, kinds)
+    failures, parsed = fp.failures, fp.parsed
+    sig_text = text if fp.sig_text is None else fp.sig_text
     spans: list[tuple[int, int]] = []
     hits = match_signatures(sig_text, file=path, spans=spans)
     col.hits += hits
@@ -278,8 +189,9 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     if not kinds and not hits:
         return (
             f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "
-            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, dmesg, "
-            f"NCCL log, env dump, error text or gpudoctor report)"
+            f"--query-compute-apps CSV with its header line), lspci, lscpu, df, ulimit, /proc/meminfo, "
+            f"/proc/driver/nvidia/version, dmesg, NCCL log, env dump, nvidia-bug-report.log, error text or gpudoctor "
+            f"report)"
         )
     structured = [k for k in kinds if k != D.ERRORS]
     if structured and not parsed and not hits and D.ERRORS not in kinds and info.note is None:

@@ -39,8 +39,9 @@ ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b
 # every ERRORISH match contains one of these (lower-cased): blocks without any are skipped
 _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "warn", "permission denied", "unable to",
                       "cannot", "can't", "timed out", "assertion", "not found", "not available", "not detected")
-_NOISE = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(most recent call last\)|return |\w+ = "
-                    r"|Last error:\s*$|>>> )|\bNCCL INFO\b")
+# a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
+_NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(most recent call last\)"
+                    r"|return |\w+ = |Last error:\s*$|>>> )|\bNCCL INFO\b")
 
 
 @functools.cache

@@ -22,7 +22,9 @@ NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate w
 #: started without --gpus, all GPUs unbound or passed to VMs)
 NO_DEVICES = re.compile(r"No devices were found", re.IGNORECASE)
 #: nvidia-smi's whole output is one of those messages (optionally after the command line): a diagnosis in itself
-WHOLE_MESSAGE = re.compile(r"\A(?:\s*[$#][^\n]*\n)?\s*(?:" + NO_DRIVER.pattern + r")[^\n]*\s*\Z", re.IGNORECASE)
+#: the whole output when nvidia-smi cannot start; since R535 a version mismatch adds "NVML library version: 550.54"
+WHOLE_MESSAGE = re.compile(r"\A(?:\s*[$#][^\n]*\n)?\s*(?:" + NO_DRIVER.pattern + r")[^\n]*"
+                           r"(?:\n[ \t]*NVML library version: ?[\d.]+[ \t]*)?\s*\Z", re.IGNORECASE)
 
 
 def _compute_mode(v: str | None) -> str | None:

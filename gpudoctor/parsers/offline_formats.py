@@ -1,0 +1,213 @@
+"""The table `gpudoctor check` reads a recognised format with: format -> a small function that parses the text and
+puts its facts where they merge (a Snapshot section fragment, the kernel-log events, NCCL facts, ...).
+
+Each handler gets the file's :class:`FileParse` (the file's path, its InputFile, the Collected facts of all
+inputs) and the text; it raises ParseError when the text does not hold what the format promises, and returns
+False when it recorded a note instead of facts (the format is then not counted as parsed).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gpudoctor.facts.model import EnvFacts, InputFile
+from gpudoctor.parsers import ParseError
+from gpudoctor.parsers import detect as D
+
+if TYPE_CHECKING:
+    from gpudoctor.parsers.offline import Collected
+
+
+@dataclass
+class FileParse:
+    """One file (or one section of a bundle) being parsed."""
+
+    path: str
+    info: InputFile
+    col: Collected
+    failures: list[str] = field(default_factory=list)
+    parsed: list[str] = field(default_factory=list)
+    sig_text: str | None = None  # the text signatures run on, when a parser rewrote it (kernel log: joined lines)
+
+    def frag(self, section: str, value: Any, complete: bool = True) -> None:
+        """Record the facts ``value`` for Snapshot section ``section`` (None: nothing)."""
+        from gpudoctor.parsers.offline import Fragment
+
+        if value is not None:
+            self.col.fragments.append(Fragment(section, value, self.path, complete))
+            self.section(section)
+
+    def section(self, name: str) -> None:
+        if name not in self.info.sections:
+            self.info.sections.append(name)
+
+
+Handler = Callable[[FileParse, str], "bool | None"]
+
+
+def _one_section(section: str, parse_name: str, module: str) -> Handler:
+    """A handler for a format whose parser gives one section's facts as they are."""
+
+    def handle(fp: FileParse, text: str) -> None:
+        import importlib
+
+        parse = getattr(importlib.import_module(f"gpudoctor.parsers.{module}"), parse_name)
+        fp.frag(section, parse(text))
+
+    return handle
+
+
+def _apps_csv(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import nvidia_smi
+
+    fp.col.apps += [(fp.path, u, b, proc) for u, b, proc in nvidia_smi.parse_compute_apps_csv(text)]
+    fp.section("nvml")
+
+
+def _p2p(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import p2p_check
+
+    fp.col.peer.update(p2p_check.parse_peer_checks(text))
+    fp.section("logs")
+
+
+def _collect_env(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import collect_env
+
+    ce = collect_env.parse_collect_env(text)
+    for sec in ("torch", "nvml", "host", "cpu", "env"):
+        fp.frag(sec, getattr(ce, sec))
+
+
+def _lspci(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import lspci
+
+    lspci.parse_lspci(text)  # validates; the topology section is built from all texts (offline.build_snapshot)
+    fp.col.lspci_texts.append((fp.path, text))
+    fp.section("topology")
+
+
+def _df(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import host_text
+
+    fp.frag("memory", host_text.shm_facts(host_text.parse_df(text)))
+
+
+def _kernel_log(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import dmesg
+
+    k = dmesg.parse_kernel_log(text)
+    for x in k.xids:
+        x.file = fp.path
+    fp.col.xids += k.xids
+    fp.col.kernel += k.messages
+    fp.sig_text = k.joined_text
+    fp.section("logs")
+
+
+def _nccl(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import nccl_log
+
+    n = nccl_log.parse_nccl_log(text)
+    fp.col.nccl.append(n)
+    if n.env_set:
+        from gpudoctor.facts.env import collect_env as _filter
+
+        fp.frag("env", EnvFacts(source="NCCL log ('set by environment' lines)", variables=_filter(n.env_set)),
+                complete=False)
+    fp.section("logs")
+
+
+def _env(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import env_dump
+
+    # a few NAME=value lines are an excerpt: only their variables are known (the others are not "unset")
+    fp.frag("env", env_dump.parse_env(text), complete=env_dump.is_whole_environment(text))
+
+
+def _path_value(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import env_dump
+
+    fp.frag("env", env_dump.parse_path_value(text), complete=False)
+
+
+def _commands(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import commands
+
+    fp.col.commands += commands.parse_commands(text)
+
+
+def _topo(text: str) -> tuple[Any, str | None]:
+    """(result, note) from issue 3's topology parser when this build has it."""
+    try:
+        from gpudoctor.parsers import topo
+    except ImportError:
+        return None, "recognised as nvidia-smi topo -m; parser not available in this build"
+    fn = getattr(topo, "parse_topo_matrix", None)
+    if fn is None:
+        return None, "recognised as nvidia-smi topo -m; parser not available in this build"
+    try:
+        return fn(text), None
+    except ParseError as exc:
+        return None, f"nvidia-smi topo -m not parsed: {exc}"
+    except Exception as exc:  # a parser bug must not take the check down
+        return None, f"nvidia-smi topo -m parser failed: {type(exc).__name__}: {exc}"
+
+
+def _topo_matrix(fp: FileParse, text: str) -> bool | None:
+    result, note = _topo(text)
+    if result is not None:
+        fp.col.topo_texts.append((fp.path, text))
+        fp.section("topology")
+    if note:
+        fp.info.note = note
+        if result is None and "not available" not in note:
+            fp.failures.append(note)
+        return False
+    return None
+
+
+def _driver_version(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import host_text
+
+    fp.frag("nvml", host_text.parse_proc_driver_version(text))
+
+
+#: format (parsers/detect.py) -> handler; a format not listed is recognised but gives no facts (error text: the
+#: signature catalogue runs on every text)
+HANDLERS: dict[str, Handler] = {
+    D.SMI_XML: _one_section("nvml", "parse_xml", "nvidia_smi"),
+    D.SMI_Q: _one_section("nvml", "parse_query", "nvidia_smi"),
+    D.SMI: _one_section("nvml", "parse_table", "nvidia_smi"),
+    D.SMI_L: _one_section("nvml", "parse_list", "nvidia_smi"),
+    D.SMI_CSV: _one_section("nvml", "parse_query_csv", "nvidia_smi"),
+    D.NVLINK: _one_section("nvml", "parse_nvlink_status", "nvidia_smi"),
+    D.LSCPU: _one_section("cpu", "parse_lscpu", "collect_env"),
+    D.MEMINFO: _one_section("memory", "parse_meminfo", "host_text"),
+    D.ULIMIT: _one_section("memory", "parse_ulimit", "host_text"),
+    D.APPS_CSV: _apps_csv,
+    D.P2P: _p2p,
+    D.COLLECT_ENV: _collect_env,
+    D.LSPCI: _lspci,
+    D.DF: _df,
+    D.DMESG: _kernel_log,
+    D.NCCL: _nccl,
+    D.ENV: _env,
+    D.PATH_VALUE: _path_value,
+    D.COMMAND: _commands,
+    D.TOPO: _topo_matrix,
+    D.DRIVER_VERSION: _driver_version,
+}
+
+
+def parse_formats(fp: FileParse, text: str, kinds: list[str]) -> None:
+    """Run the handler of each format in ``kinds`` over ``text``; failures are recorded, never raised."""
+    for kind in kinds:
+        handler = HANDLERS.get(kind)
+        try:
+            if handler is not None and handler(fp, text) is False:
+                continue
+            fp.parsed.append(kind)
+        except ParseError as exc:
+            fp.failures.append(f"{kind}: {exc}")
