@@ -160,6 +160,12 @@ REAL = [
                "can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"),   # v2.4
     ("SIG109", W + "Your program may be hanging, this may be caused by a collective mismatch around rank 5. Please "
                "check your collective calls at and around this rank."),                             # v2.4
+    ("SIG207", W + "Cuda failure 'API call is not supported in the installed CUDA driver'"),      # checks.h
+    ("SIG207", W + "Retrieve cuMemCreate version 11000 failed with 500"),                           # v2.14-v2.19
+    ("SIG215", W + "Invalid config blocking attribute value -2147483648"),                          # v2.14-v2.30
+    ("SIG215", W + "Invalid config min/max channels attribute value 64/-1"),                        # v2.18-v2.30
+    ("SIG215", W + "Invalig config graphUsageMode attribute value 7"),                              # v2.30 (sic)
+    ("SIG215", W + "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"),
     # PyTorch
     ("SIG012", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; "
                "14.20 GiB already allocated; 4.75 MiB free; 14.30 GiB reserved in total by PyTorch)"),
@@ -252,3 +258,52 @@ def test_info_and_lookalike_lines_stay_quiet(line):
 def test_retired_invented_forms_are_gone():
     """Forms that were not found in the source were dropped rather than kept with false provenance."""
     assert "SIG096" not in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to vfio-pci")}
+
+
+# --- root cause first: PyTorch's wrapper around NCCL's own last error (issue 14) ----------------------------------
+
+def _torch_nccl_error(err: str, last: str) -> str:
+    """ProcessGroupNCCL's exception text: NCCLUtils 'NCCL error in: %s:%d, %s, NCCL version %s', the interpretation
+    line of getNcclErrorDetailStr and '\\nLast error:\\n' + ncclGetLastError (the WARN text without its prefix)."""
+    return (f"[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            f"ProcessGroupNCCL.cpp:2006, {err}, NCCL version 2.21.5\n[rank1]: ncclSystemError: System call (e.g. "
+            f"socket, malloc) or external library call failed or device error. \n[rank1]: Last error:\n[rank1]: {last}\n")
+
+
+@pytest.mark.parametrize("want,hidden,last", [
+    ("SIG208", "SIG008", "UDS: Sending data over socket /tmp/nccl-socket-1-9f0e1d2c3b4a5968 failed : Connection refused "
+                         "(111)"),
+    ("SIG213", "SIG008", "Error while creating shared memory segment /dev/shm/nccl-Zx81Qa (size 9637888)"),
+    ("SIG200", "SIG008", "Failed to CUDA calloc 10485760 bytes"),
+    ("SIG205", "SIG008", "Error: network IB not found."),
+    ("SIG201", "SIG029", "Error : no algorithm/protocol available for function AllGather with datatype ncclInt8."),
+    ("SIG215", "SIG029", "Invalid config blocking attribute value -2147483648"),
+    ("SIG202", "SIG030", "AllReduce : sendbuff allocated on device 1 mismatchs with NCCL device 0"),
+])
+def test_specific_cause_reported_and_generic_nccl_error_folded(tmp_path, want, hidden, last):
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    err = {"SIG008": "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+           "SIG029": "internal error - please report this issue to the NCCL developers",
+           "SIG030": "invalid usage (run with NCCL_DEBUG=WARN for details)"}[hidden]
+    p = tmp_path / "paste.txt"
+    p.write_text(_torch_nccl_error(err, last))
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert want in got and hidden not in got
+    assert got[want].data["conclusion"]  # concludes with the facts of the line, not only the title
+
+
+def test_shm_create_without_reason_folds_under_the_reason():
+    """v2.12-v2.22 print the errno on the line before: the bare 'Error while creating' line joins that cause."""
+    text = (W + "Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes\n\n"
+            + W + "Error while creating shared memory segment /dev/shm/nccl-fjwOOB (size 5967872)\n")
+    hits = {h.id for h in match_signatures(text)}
+    assert {"SIG006", "SIG213"} <= hits
+    from gpudoctor.rules.logs import _suppressed
+    from gpudoctor.parsers.signatures import catalogue
+
+    e = next(x for x in catalogue() if x["id"] == "SIG213")
+    assert _suppressed(e, hits)[0]
+
