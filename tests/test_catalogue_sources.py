@@ -147,7 +147,6 @@ REAL = [
     ("SIG010", W + "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable "
                "this configuration."),                                                              # v2.30
     ("SIG033", W + "NET/IB : No IP interface found."),                                              # v2.4-v2.30
-    ("SIG033", W + "no device found matching NCCL_OOB_NET_IFNAME=ens9, ignoring"),                  # v2.23
     ("SIG033", W + "no device found matching exactly ib0, verify NCCL_OOB_NET_IFNAME"),             # v2.26-v2.30
     ("SIG033", W + "no device found after excluding docker0, verify NCCL_OOB_NET_IFNAME"),
     ("SIG035", W + "NET/IB : mlx5_2:1 async fatal event: local catastrophic error"),               # v2.23-v2.30
@@ -166,6 +165,8 @@ REAL = [
     ("SIG215", W + "Invalid config min/max channels attribute value 64/-1"),                        # v2.18-v2.30
     ("SIG215", W + "Invalig config graphUsageMode attribute value 7"),                              # v2.30 (sic)
     ("SIG215", W + "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"),
+    ("SIG216", W + "Detected mixed local CollNet device counts across ranks (min 0, max 1). Set "
+               "NCCL_IGNORE_COLLNET_MISMATCH=1 to continue."),                                       # v2.30
     # PyTorch
     ("SIG012", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; "
                "14.20 GiB already allocated; 4.75 MiB free; 14.30 GiB reserved in total by PyTorch)"),
@@ -233,6 +234,7 @@ BENIGN = [
     "gpu1:2201:2201 [0] NCCL INFO NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
     "gpu1:2201:2201 [0] NCCL INFO NET/IB : mlx5_0:1 GID table changed",
     "gpu1:2201:2201 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
+    "gpu1:2201:2201 [0] bootstrap.cc:98 NCCL WARN no device found matching NCCL_OOB_NET_IFNAME=ens9, ignoring",  # v2.23
     "gpu1:2201:2201 [0] NCCL INFO NCCL_ALGO set by environment to Ring,Tree",
     "gpu1:2201:2201 [0] NCCL INFO NVLS multicast support is not available on dev 0",
     "gpu1:2201:2201 [0] NCCL INFO Allocated 9637892 bytes of shared memory in /dev/shm/nccl-CmU6vI",
