@@ -153,7 +153,7 @@ REAL = [
     ("SIG035", W + "NET/IB : mlx5_2:1 async fatal event on CQ (0x55aa10): CQ error"),
     ("SIG035", W + "NET/IB : mlx5_2:1 Got async error event: port error"),                          # v2.23-v2.27
     ("SIG035", W + "NET/IB : mlx5_2:1 Got non-fatal async event: port error(10)"),                  # v2.28-v2.30
-    ("SIG037", "[rank2]: Last error:\n[rank2]: socketTryAccept: Accept failed: Too many open files"),  # ncclGetLastError
+    ("SIG037", "[rank2]: Last error:\n[rank2]: socketTryAccept: Accept failed: Too many open files"),  # last error
     ("SIG037", "Last error:\nCall to posix_fallocate failed : No space left on device"),
     ("SIG109", W + "Mismatched collective detected, please check your collective calls at and around rank 5. You "
                "can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"),   # v2.4
@@ -269,12 +269,13 @@ def _torch_nccl_error(err: str, last: str) -> str:
     line of getNcclErrorDetailStr and '\\nLast error:\\n' + ncclGetLastError (the WARN text without its prefix)."""
     return (f"[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
             f"ProcessGroupNCCL.cpp:2006, {err}, NCCL version 2.21.5\n[rank1]: ncclSystemError: System call (e.g. "
-            f"socket, malloc) or external library call failed or device error. \n[rank1]: Last error:\n[rank1]: {last}\n")
+            f"socket, malloc) or external library call failed or device error. \n[rank1]: Last error:\n"
+            f"[rank1]: {last}\n")
 
 
 @pytest.mark.parametrize("want,hidden,last", [
-    ("SIG208", "SIG008", "UDS: Sending data over socket /tmp/nccl-socket-1-9f0e1d2c3b4a5968 failed : Connection refused "
-                         "(111)"),
+    ("SIG208", "SIG008", "UDS: Sending data over socket /tmp/nccl-socket-1-9f0e1d2c3b4a5968 failed : Connection "
+                         "refused (111)"),
     ("SIG213", "SIG008", "Error while creating shared memory segment /dev/shm/nccl-Zx81Qa (size 9637888)"),
     ("SIG200", "SIG008", "Failed to CUDA calloc 10485760 bytes"),
     ("SIG205", "SIG008", "Error: network IB not found."),
@@ -303,8 +304,8 @@ def test_shm_create_without_reason_folds_under_the_reason():
             + W + "Error while creating shared memory segment /dev/shm/nccl-fjwOOB (size 5967872)\n")
     hits = {h.id for h in match_signatures(text)}
     assert {"SIG006", "SIG213"} <= hits
-    from gpudoctor.rules.logs import _suppressed
     from gpudoctor.parsers.signatures import catalogue
+    from gpudoctor.rules.logs import _suppressed
 
     e = next(x for x in catalogue() if x["id"] == "SIG213")
     assert _suppressed(e, hits)[0]
