@@ -47,13 +47,23 @@ class _Blank(dict):
         return ""
 
 
+def _fields(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
 def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
-    """The entry's conclusion sentence with the first match's named groups filled in (None without one)."""
+    """The entry's conclusion sentence with the first match's named groups filled in (None without one).
+
+    ``conclusion`` is one template, or a list with one per message form: the first whose fields all matched."""
     template = entry.get("conclusion")
     if not template:
         return None
     values = {k: " ".join(v.split())[:160] for k, v in groups.items() if v}
-    names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    if isinstance(template, list):
+        template = next((t for t in template if _fields(t) <= values.keys()), None)
+        if template is None:
+            return None
+    names = _fields(template)
     if names and not names & values.keys():
         return None  # the match carried none of the facts the sentence needs
     text = template.format_map(_Blank(values))
