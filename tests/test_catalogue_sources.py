@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.parsers.signatures import match_signatures
+from gpudoctor.parsers.signatures import catalogue, match_signatures
 
 W = "gpu1:2201:2260 [3] misc/socket.cc:484 NCCL WARN "
 
@@ -128,6 +128,89 @@ REAL = [
                "runtime version (8, 9, 7). PyTorch already comes bundled with cuDNN."),
     ("SIG002", "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update "
                "your GPU driver by downloading and installing a new version from the URL"),
+    # PyTorch, issue 14 second pass (c10d watchdog / flight recorder, store, DDP, torch.cuda, compile, FSDP)
+    ("SIG022", "RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, "
+               "TensorShape=[1024], Timeout(ms)=1800000) ran for 1800209 milliseconds before timing out."),  # v1.8-v1.10
+    ("SIG022", "[rank368]:[E808 04:21:41.160918398 ProcessGroupNCCL.cpp:655] [Rank 368] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+               "ran for 600001 milliseconds before timing out."),                                  # v2.4-v2.13
+    ("SIG300", "RuntimeError: [3] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d "
+               "key-value store by key '0', but store->get('0') got exception: Socket Timeout"),      # v1.11-v1.13
+    ("SIG300", "[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+               "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait "
+               "timeout after 600000ms, keys: /default_pg//0//cuda//0. This may indicate a possible application "
+               "crash on rank 0 or a network set up issue."),                                       # v2.x
+    ("SIG301", "[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception "
+               "(either an error or timeout) detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last "
+               "completed NCCL work: 6462."),                                                       # v2.2-v2.3
+    ("SIG301", "[rank1]:[E1003 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 1] Timeout at NCCL work: 6463, "
+               "last enqueued NCCL work: 6463, last completed NCCL work: 6462."),                     # v2.2-v2.3
+    ("SIG301", "[rank3]:[E710 18:00:32.426302794 ProcessGroupNCCL.cpp:2395] [PG ID 0 PG GUID 0(default_pg) Rank 3]  "
+               "failure detected by watchdog at work sequence id: 59958 PG status: last enqueued work: 59998, last "
+               "completed work: 59957"),                                                            # v2.4-v2.13
+    ("SIG302", "[rank0]:[E709 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump "
+               "signal due to a collective timeout from this local rank and we will try our best to dump the debug "
+               "info. Last enqueued NCCL work: 20589, last completed NCCL work: 20584."),
+    ("SIG302", "[rank1]:[E703 ProcessGroupNCCL.cpp:1922] [PG ID 0 PG GUID 0(default_pg) Rank 1] Observed flight "
+               "recorder dump signal from another rank via TCPStore."),
+    ("SIG112", "[rank1]:[E1003 ProcessGroupNCCL.cpp:1715] [PG 0 (default_pg) Rank 1] To avoid data inconsistency, "
+               "we are taking the entire process down."),                                           # v2.2-v2.13
+    ("SIG112", "[rank2]:[F1229 20:37:13.091528310 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+               "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang."),
+    ("SIG112", "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 2. "),
+    ("SIG303", "[W1201 10:00:00.5 socket.cpp:697] [c10d] The network addresses of (master-0.svc, 29500) cannot be "
+               "retrieved (gai error: -5 - No address associated with hostname)."),                   # '' family
+    ("SIG304", "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with "
+               "USE_LIBUV=0 to disable it."),
+    ("SIG039", "[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - "
+               "Connection refused)."),
+    ("SIG113", "WARNING:torch.distributed.elastic.agent.server.api:Received Signals.SIGTERM death signal, shutting "
+               "down workers"),                                                                     # Python <= 3.10
+    ("SIG113", "W1201 10:00:00.1 torch/distributed/elastic/agent/server/api.py:704] Received 15 death signal, "
+               "shutting down workers"),                                                            # Python 3.11+
+    ("SIG052", "[rank1]: Parameter indices which did not receive grad for rank 1: 198 199"),
+    ("SIG052", "Parameters which did not receive grad for rank 1: module.head.bias, module.head.weight"),
+    ("SIG053", "Parameter at index 73 with name module.encoder.layer.11.output.dense.weight has been marked as ready "
+               "twice. This means that multiple autograd engine  hooks have fired"),                  # DETAIL
+    ("SIG053", "Parameter at index 73 has been marked as ready twice. This means that multiple autograd engine  "
+               "hooks have fired for this particular parameter during this iteration."),            # INFO/OFF
+    ("SIG054", "RuntimeError: [1]: params[0] in this process with sizes [512, 768] appears not to match sizes of "
+               "the same param in process 0."),
+    ("SIG054", "RuntimeError: [3]: params[12] in this process with sizes [768] appears not to match strides of the "
+               "same param in process 0."),
+    ("SIG306", "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+               "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch. device=, num_gpus="),  # v2.1-2.3
+    ("SIG307", "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
+               "you tried to allocate 52428800000 bytes. Error code 12 (Cannot allocate memory)"),
+    ("SIG307", "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: "
+               "not enough memory: you tried to allocate 1073741824 bytes."),                       # Windows
+    ("SIG308", "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+               "capacity of 79.15 GiB of which 3.94 MiB is free. Process 4121 has 39.10 GiB memory in use. "
+               "Process 4122 has 40.02 GiB memory in use."),
+    ("SIG012", "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+               "Currently allocated     : 22.43 GiB\nRequested               : 4.07 GiB"),          # cudaMallocAsync
+    ("SIG012", "RuntimeError: CUDA error: out of memory"),
+    ("SIG309", "RuntimeError: DataLoader worker (pid 29332) exited unexpectedly with exit code 1. Details are lost "
+               "due to multiprocessing. Rerunning with num_workers=0 may give better error trace."),
+    ("SIG310", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: Found Tesla "
+               "P100-PCIE-16GB which is too old to be supported by the triton GPU compiler, which is used as the "
+               "backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "
+               "capability 6.0"),
+    ("SIG311", "RuntimeError: Cannot find a working triton installation. Either the package is not installed or it "
+               "is too old. More information on installing Triton can be found at https://github.com/openai/triton"),
+    ("SIG312", "/usr/bin/ld: cannot find -lcuda: No such file or directory"),
+    ("SIG312", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nAssertionError: libcuda.so "
+               "cannot found!"),
+    ("SIG313", "/tmp/tmpq8/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory"),
+    ("SIG314", "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware "
+               "limit: 101376. Reducing block sizes or `num_stages` may help."),
+    ("SIG315", "ValueError: Unknown CUDA arch (sm_90) or GPU not supported"),
+    ("SIG316", "ValueError: Inconsistent compute device and `device_id` on rank 3: cuda:0 vs cuda:3"),
+    ("SIG317", "RuntimeError: DeviceMesh only support homogeneous hardware, but found 12 ranks and 8 cuda devices!"),
+    ("SIG318", "RuntimeError: Mesh should not be bigger than default world size 8, but found 16 ranks!"),
+    ("SIG319", "RuntimeError: cuDNN version 91100 is not compatible with devices with SM < 7.5. Please install a "
+               "version of PyTorch with a compatible cuDNN version."),
+    ("SIG320", "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:789: UserWarning: Can't initialize NVML"),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
@@ -151,6 +234,17 @@ BENIGN = [
     "gpu1:2201:2201 [0] NCCL INFO NCCL version 2.23.4+cuda12.6",
     "ssh: connect to host gpu1 port 22: Connection refused",
     "RuntimeError: unable to write to file </tmp/ckpt.pt>: No space left on device (28)",
+    "[W1201 10:00:00.5 socket.cpp:697] [c10d] The IPv6 network addresses of (localhost, 29500) cannot be retrieved "
+    "(gai error: -3 - Temporary failure in name resolution).",
+    "[W socket.cpp:464] [c10d] The server socket on [::]:29500 is not yet listening (errno: 111 - Connection "
+    "refused), will retry.",
+    "[rank0]:[E813 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because "
+    "FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
+    "UserWarning: It seems like you did not set/select the default device for the current process before the "
+    "DeviceMesh initialization or use a launcher (i.e. torchrun) which populates `LOCAL_RANK` environment variable.",
+    "UserWarning: TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included for compilation.",
+    "[rank0]:[I ProcessGroupNCCL.cpp:2041] [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL broadcast unique "
+    "ID through store took 0.41 ms",
 ]
 
 
@@ -167,3 +261,66 @@ def test_info_and_lookalike_lines_stay_quiet(line):
 def test_retired_invented_forms_are_gone():
     """Forms that were not found in the source were dropped rather than kept with false provenance."""
     assert "SIG096" not in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to vfio-pci")}
+
+
+@pytest.mark.parametrize("line,want", [
+    ("[rank3]:[E1201 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL("
+     "SeqNum=57, OpType=ALLGATHER, NumelIn=1, NumelOut=4, Timeout(ms)=600000) ran for 600038 milliseconds before "
+     "timing out.", ["Rank 3", "ALLGATHER", "SeqNum 57", "600000 ms", "600038 ms"]),
+    ("RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, TensorShape=[1024], "
+     "Timeout(ms)=1800000) ran for 1800209 milliseconds before timing out.", ["Rank 0", "BROADCAST", "1800000 ms"]),
+    ("[rank6]: [PG ID 0 PG GUID 0(default_pg) Rank 6] Received a dump signal due to a collective timeout from  "
+     "rank 7 and we will try", ["Rank 6", "rank 7"]),
+    ("[5] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', "
+     "but store->get('0') got error: Socket Timeout", ["Rank 5", "key '0'", "Socket Timeout"]),
+    ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - Connection "
+     "refused).", ["node1:29500", "errno 111", "Connection refused"]),
+    ("Parameters which did not receive grad for rank 1: module.head.bias", ["Rank 1", "module.head.bias"]),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 "
+     "GiB of which 1.06 GiB is free. Process 2143 has 40.10 GiB memory in use.", ["Process 2143", "40.10 GiB"]),
+])
+def test_conclusions_carry_the_captured_facts(line, want):
+    """Conclude, don't echo: the finding's sentence names the rank, collective, timeout, peer, key or sizes."""
+    from gpudoctor.rules.logs import _conclusion
+
+    entries = {e["id"]: e for e in catalogue()}
+    texts = [_conclusion(entries[h.id], h.groups) or "" for h in match_signatures(line)]
+    joined = " | ".join(texts)
+    for w in want:
+        assert w in joined, (w, joined)
+    assert "[[" not in joined and "{" not in joined
+
+
+def test_optional_parts_of_a_conclusion_are_left_out():
+    from gpudoctor.rules.logs import _conclusion
+
+    e = {"id": "X", "conclusion": "[[Rank {rank}: ]]{op} failed[[ (SeqNum {seq})]]."}
+    assert _conclusion(e, {"op": "ALLREDUCE"}) == "ALLREDUCE failed."
+    assert _conclusion(e, {"op": "ALLREDUCE", "rank": "2", "seq": "9"}) == "Rank 2: ALLREDUCE failed (SeqNum 9)."
+    assert _conclusion(e, {}) is None
+
+
+def test_watchdog_follow_ons_reported_under_the_timeout(tmp_path):
+    """The sequence-number and dump-signal lines of the same timeout are attached to SIG022, not separate findings;
+    the store wait behind a failed NCCL id exchange is attached to SIG300."""
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "log.txt"
+    p.write_text(
+        "[rank1]:[E1003 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
+        "SeqNum=6463, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800017 milliseconds "
+        "before timing out.\n"
+        "[rank1]:[E1003 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or timeout) "
+        "detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.\n"
+        "[rank1]:[E1003 ProcessGroupNCCL.cpp:1715] [PG 0 (default_pg) Rank 1] To avoid data inconsistency, we are "
+        "taking the entire process down.\n")
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert "SIG022" in got and "SIG301" not in got and "SIG112" not in got
+    assert any("follow-on (SIG301" in line for line in got["SIG022"].evidence)
+    p.write_text("[3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store "
+                 "by key '0', but store->get('0') got error: wait timeout after 600000ms, keys: /default_pg//0\n")
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert "SIG300" in got and "SIG041" not in got

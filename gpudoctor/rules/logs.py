@@ -5,6 +5,7 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 """
 from __future__ import annotations
 
+import re
 import string
 from typing import TYPE_CHECKING
 
@@ -54,16 +55,24 @@ class _Blank(dict):
         return ""
 
 
+_SEGMENT = re.compile(r"\[\[(.*?)\]\]")  # an optional part of a conclusion: dropped when none of its groups matched
+
+
+def _fields(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
 def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
     """The entry's conclusion sentence with the first match's named groups filled in (None without one)."""
     template = entry.get("conclusion")
     if not template:
         return None
     values = {k: " ".join(v.split())[:160] for k, v in groups.items() if v}
-    names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    names = _fields(template)
     if names and not names & values.keys():
         return None  # the match carried none of the facts the sentence needs
-    text = template.format_map(_Blank(values))
+    text = _SEGMENT.sub(lambda m: m.group(1) if _fields(m.group(1)) & values.keys() else "", template)
+    text = text.format_map(_Blank(values))
     if entry["id"] == "SIG057":
         text += _cuda_error_note(groups)
     return text
