@@ -129,8 +129,9 @@ REAL = [
     ("SIG002", "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update "
                "your GPU driver by downloading and installing a new version from the URL"),
     # PyTorch, issue 14 second pass (c10d watchdog / flight recorder, store, DDP, torch.cuda, compile, FSDP)
+    # v1.8-v1.10
     ("SIG022", "RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, "
-               "TensorShape=[1024], Timeout(ms)=1800000) ran for 1800209 milliseconds before timing out."),  # v1.8-v1.10
+               "TensorShape=[1024], Timeout(ms)=1800000) ran for 1800209 milliseconds before timing out."),
     ("SIG022", "[rank368]:[E808 04:21:41.160918398 ProcessGroupNCCL.cpp:655] [Rank 368] Watchdog caught collective "
                "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
                "ran for 600001 milliseconds before timing out."),                                  # v2.4-v2.13
@@ -178,8 +179,9 @@ REAL = [
                "the same param in process 0."),
     ("SIG054", "RuntimeError: [3]: params[12] in this process with sizes [768] appears not to match strides of the "
                "same param in process 0."),
+    # v2.1-v2.3 printed the values empty
     ("SIG306", "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
-               "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch. device=, num_gpus="),  # v2.1-2.3
+               "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch. device=, num_gpus="),
     ("SIG307", "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
                "you tried to allocate 52428800000 bytes. Error code 12 (Cannot allocate memory)"),
     ("SIG307", "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: "
