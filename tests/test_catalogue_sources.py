@@ -280,6 +280,15 @@ def test_retired_invented_forms_are_gone():
     ("Parameters which did not receive grad for rank 1: module.head.bias", ["Rank 1", "module.head.bias"]),
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 "
      "GiB of which 1.06 GiB is free. Process 2143 has 40.10 GiB memory in use.", ["Process 2143", "40.10 GiB"]),
+    # one exception message over several lines (reducer.cpp): the names come from its last line
+    ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+     "reasons: 1) Use of a module parameter outside the `forward` function.\nParameter at index 440 with name "
+     "backbone.layers.3.mlp.fc2.bias has been marked as ready twice. This means that multiple autograd engine  hooks "
+     "have fired", ["Parameter 440", "backbone.layers.3.mlp.fc2.bias"]),
+    ("[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
+     "This error indicates that your module has parameters that were not used in producing loss.\n[rank1]: making "
+     "sure all `forward` function outputs participate in calculating loss.\n[rank1]: Parameter indices which did "
+     "not receive grad for rank 1: 198 199\n", ["Rank 1", "198 199"]),
 ])
 def test_conclusions_carry_the_captured_facts(line, want):
     """Conclude, don't echo: the finding's sentence names the rank, collective, timeout, peer, key or sizes."""
