@@ -213,6 +213,44 @@ REAL = [
     ("SIG319", "RuntimeError: cuDNN version 91100 is not compatible with devices with SM < 7.5. Please install a "
                "version of PyTorch with a compatible cuDNN version."),
     ("SIG320", "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:789: UserWarning: Can't initialize NVML"),
+    ("SIG065", "ValueError: local_rank 4 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1,2,3"),     # torchrun
+    ("SIG065", "RuntimeError: device 2 is not visible (CUDA_VISIBLE_DEVICES=[0, 1])"),
+    ("SIG069", "RuntimeError: PyTorch was compiled without CUDA support"),
+    ("SIG069", "RuntimeError: cuda driver can't be loaded, is cuda enabled?"),
+    ("SIG105", "RuntimeError: LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+               "`get_node_local_rank` to work, assuming you are not running in a multi-device context"),
+    ("SIG321", "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+               "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)"),          # v1.8-v1.12
+    ("SIG321", "torch.distributed.DistStoreError: Timed out initializing process group in store based barrier on "
+               "rank 3, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=4, timeout=0:30:00 "
+               "error=wait timeout after 1800000ms, keys: /store_based_barrier_key:1)"),            # v1.13-v2.13
+    ("SIG321", "torch.distributed.DistStoreError: Timed out waiting on barrier on rank 0, for key prefix: "
+               "torchelastic/agent/terminal_state (world_size=2, missing_ranks=[1], timeout=300)"),
+    ("SIG321", "TimeoutError: timed out waiting for all 4 members to join"),
+    ("SIG322", "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+               "Unable to find address for: eth0"),
+    ("SIG322", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/device.cc:135] Unable to find address for "
+               "gpu-node-3; bind(2) for 10.0.0.9 failed with: Cannot assign requested address"),
+    ("SIG323", "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+               "no error"),
+    ("SIG324", "UserWarning: Got pickle error when attempting to start a worker Process. This might be because the "
+               "worker Process arguments are not picklable."),
+    ("SIG324", "AttributeError: Can't get attribute 'MyDataset' on <module '__mp_main__' from '/work/train.py'>"),
+    ("SIG324", "AttributeError: Can't pickle local object 'build_loader.<locals>.<lambda>'"),
+    ("SIG072", "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against "
+               "7005"),                                                                             # v0.4-v1.7
+    ("SIG072", "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, "
+               "libcudnn_cnn.so}"),
+    ("SIG076", "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required "
+               "version by CUDA 11.8. Please make sure to use an adequate version of g++ (>=6.0.0, <12.0)."),
+    ("SIG076", "UserWarning: The current installed version of g++ (5.4.0) is less than the minimum required version "
+               "by CUDA 12.1 (6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0, <13.0)."),
+    ("SIG325", "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "
+               "\"../c10/cuda/CUDACachingAllocator.cpp\":1123, please report a bug to PyTorch."),
+    ("SIG325", "RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "
+               "\"../c10/cuda/CUDACachingAllocator.cpp\":1076, please report a bug to PyTorch."),       # v2.0
+    ("SIG325", "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlDeviceGetHandleByPciBusId_v2_( pci_id, "
+               "&nvml_device) INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":963"),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
@@ -247,6 +285,8 @@ BENIGN = [
     "UserWarning: TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included for compilation.",
     "[rank0]:[I ProcessGroupNCCL.cpp:2041] [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL broadcast unique "
     "ID through store took 0.41 ms",
+    "INFO:torch.distributed.distributed_c10d:Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 "
+    "with 8 nodes.",
 ]
 
 
