@@ -251,6 +251,18 @@ REAL = [
                "\"../c10/cuda/CUDACachingAllocator.cpp\":1076, please report a bug to PyTorch."),       # v2.0
     ("SIG325", "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlDeviceGetHandleByPciBusId_v2_( pci_id, "
                "&nvml_device) INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":963"),
+    ("SIG022", "[rank0]:[E1201 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) Rank 0] Work WorkNCCL("
+               "SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait "
+               "(TORCH_NCCL_BLOCKING_WAIT=1)."),                                                     # v2.2-v2.3
+    ("SIG022", "1066.6s [rank1]: Watchdog caught collective operation timeout:\n[rank1]: WorkNCCL(SeqNum=306, "
+               "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600032 milliseconds before "
+               "timing out."),
+    ("SIG015", "RuntimeError: FSDP needs a non-CPU accelerator device, but no accelerator device is detected."),
+    ("SIG326", "RuntimeError: PTXAS error: Internal Triton PTX codegen error\nptxas fatal   : Value 'sm_120a' is "
+               "not defined for option 'gpu-name'"),
+    ("SIG326", "ptxas fatal : Value 'sm_52' is not defined for option 'gpu-name'"),                  # CUDA 13
+    ("SIG327", "torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
+               "torch._inductor.config.cpp.cxx: (None, 'g++')"),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
@@ -318,6 +330,10 @@ def test_retired_invented_forms_are_gone():
     ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - Connection "
      "refused).", ["node1:29500", "errno 111", "Connection refused"]),
     ("Parameters which did not receive grad for rank 1: module.head.bias", ["Rank 1", "module.head.bias"]),
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 4] Work WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+     "Timeout(ms)=600000) timed out in blocking wait.", ["Rank 4", "ALLREDUCE", "SeqNum 9", "600000 ms"]),
+    ("1066.6s [rank1]: Watchdog caught collective operation timeout:\n[rank1]: WorkNCCL(SeqNum=306, OpType=ALLREDUCE, "
+     "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600032 milliseconds", ["ALLREDUCE", "SeqNum 306"]),
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 "
      "GiB of which 1.06 GiB is free. Process 2143 has 40.10 GiB memory in use.", ["Process 2143", "40.10 GiB"]),
     # one exception message over several lines (reducer.cpp): the names come from its last line
