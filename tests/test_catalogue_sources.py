@@ -237,6 +237,8 @@ REAL = [
                "worker Process arguments are not picklable."),
     ("SIG324", "AttributeError: Can't get attribute 'MyDataset' on <module '__mp_main__' from '/work/train.py'>"),
     ("SIG324", "AttributeError: Can't pickle local object 'build_loader.<locals>.<lambda>'"),
+    ("SIG324", "_pickle.PicklingError: Can't pickle <function <lambda> at 0x7f3b2c>: attribute lookup <lambda> on "
+               "__main__ failed"),
     ("SIG072", "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against "
                "7005"),                                                                             # v0.4-v1.7
     ("SIG072", "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, "
@@ -330,6 +332,13 @@ def test_retired_invented_forms_are_gone():
     ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - Connection "
      "refused).", ["node1:29500", "errno 111", "Connection refused"]),
     ("Parameters which did not receive grad for rank 1: module.head.bias", ["Rank 1", "module.head.bias"]),
+    ("[W socket.cpp:752] [c10d] The client socket has timed out after 600s while trying to connect to (10.128.0.15, "
+     "23456).", ["10.128.0.15:23456", "600 s"]),
+    ("[W socket.cpp:752] [c10d] The client socket has timed out after 1800000ms while trying to connect to (master, "
+     "29500).", ["master:29500", "1800000 ms"]),
+    ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+     "before calling NumCudaDevices() that might have already set an error? Error 999: unknown error (Triggered "
+     "internally at ../c10/cuda/CUDAFunctions.cpp:108.)", ["CUDA error 999", "unknown error"]),
     ("[PG ID 0 PG GUID 0(default_pg) Rank 4] Work WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
      "Timeout(ms)=600000) timed out in blocking wait.", ["Rank 4", "ALLREDUCE", "SeqNum 9", "600000 ms"]),
     ("1066.6s [rank1]: Watchdog caught collective operation timeout:\n[rank1]: WorkNCCL(SeqNum=306, OpType=ALLREDUCE, "
