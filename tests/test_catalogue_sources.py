@@ -265,6 +265,9 @@ REAL = [
     ("SIG326", "ptxas fatal : Value 'sm_52' is not defined for option 'gpu-name'"),                  # CUDA 13
     ("SIG327", "torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
                "torch._inductor.config.cpp.cxx: (None, 'g++')"),
+    ("SIG328", "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms"),   # wait_all_ranks
+    ("SIG328", "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for "
+               "send/recv from rank 0. Please check rank 0 logs for faulty rank."),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
