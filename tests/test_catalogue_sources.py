@@ -268,6 +268,8 @@ REAL = [
     ("SIG328", "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms"),   # wait_all_ranks
     ("SIG328", "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for "
                "send/recv from rank 0. Please check rank 0 logs for faulty rank."),
+    ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
+    ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
@@ -335,6 +337,14 @@ def test_retired_invented_forms_are_gone():
     ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - Connection "
      "refused).", ["node1:29500", "errno 111", "Connection refused"]),
     ("Parameters which did not receive grad for rank 1: module.head.bias", ["Rank 1", "module.head.bias"]),
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: "
+     "6000, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use", ["port 6000", "EADDRINUSE"]),
+    ("[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in "
+     "use).", ["port 29500", "errno 98"]),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     ["1 of 2 ranks", "901 s"]),
+    ("The client socket has timed out after 30min while trying to connect to (master-0, 29500).", ["30 min"]),
+    ("terminate called after throwing an instance of 'c10::DistBackendError'", ["c10::DistBackendError"]),
     ("[W socket.cpp:752] [c10d] The client socket has timed out after 600s while trying to connect to (10.128.0.15, "
      "23456).", ["10.128.0.15:23456", "600 s"]),
     ("[W socket.cpp:752] [c10d] The client socket has timed out after 1800000ms while trying to connect to (master, "
