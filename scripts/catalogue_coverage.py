@@ -31,7 +31,7 @@ ORIGIN_SOURCE = (("NVIDIA/nccl", "NVIDIA/nccl"), ("pytorch/pytorch", "pytorch/py
                  ("torvalds/linux", "Linux kernel"), ("Linux module loader", "Linux kernel"),
                  ("glibc", "glibc loader"), ("nvidia-smi", "nvidia-smi"), ("NVIDIA nvml", "nvidia-smi"),
                  ("cuBLAS", "CUDA runtime"), ("facebookincubator/gloo", "gloo (in torch)"),
-                 ("Dao-AILab/flash-attention", "flash-attention"))
+                 ("Dao-AILab/flash-attention", "flash-attention"), ("triton-lang/triton", "triton-lang/triton"))
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.parsers.signatures import match_signatures
+from gpudoctor.parsers.signatures import catalogue, match_signatures
 
 W = "gpu1:2201:2260 [3] misc/socket.cc:484 NCCL WARN "
 
@@ -207,6 +207,148 @@ REAL = [
                "runtime version (8, 9, 7). PyTorch already comes bundled with cuDNN."),
     ("SIG002", "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update "
                "your GPU driver by downloading and installing a new version from the URL"),
+    # PyTorch, issue 14 second pass (c10d watchdog / flight recorder, store, DDP, torch.cuda, compile, FSDP)
+    # v1.8-v1.10
+    ("SIG022", "RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, "
+               "TensorShape=[1024], Timeout(ms)=1800000) ran for 1800209 milliseconds before timing out."),
+    ("SIG022", "[rank368]:[E808 04:21:41.160918398 ProcessGroupNCCL.cpp:655] [Rank 368] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+               "ran for 600001 milliseconds before timing out."),                                  # v2.4-v2.13
+    ("SIG300", "RuntimeError: [3] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d "
+               "key-value store by key '0', but store->get('0') got exception: Socket Timeout"),      # v1.11-v1.13
+    ("SIG300", "[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+               "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait "
+               "timeout after 600000ms, keys: /default_pg//0//cuda//0. This may indicate a possible application "
+               "crash on rank 0 or a network set up issue."),                                       # v2.x
+    ("SIG301", "[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception "
+               "(either an error or timeout) detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last "
+               "completed NCCL work: 6462."),                                                       # v2.2-v2.3
+    ("SIG301", "[rank1]:[E1003 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 1] Timeout at NCCL work: 6463, "
+               "last enqueued NCCL work: 6463, last completed NCCL work: 6462."),                     # v2.2-v2.3
+    ("SIG301", "[rank3]:[E710 18:00:32.426302794 ProcessGroupNCCL.cpp:2395] [PG ID 0 PG GUID 0(default_pg) Rank 3]  "
+               "failure detected by watchdog at work sequence id: 59958 PG status: last enqueued work: 59998, last "
+               "completed work: 59957"),                                                            # v2.4-v2.13
+    ("SIG302", "[rank0]:[E709 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump "
+               "signal due to a collective timeout from this local rank and we will try our best to dump the debug "
+               "info. Last enqueued NCCL work: 20589, last completed NCCL work: 20584."),
+    ("SIG302", "[rank1]:[E703 ProcessGroupNCCL.cpp:1922] [PG ID 0 PG GUID 0(default_pg) Rank 1] Observed flight "
+               "recorder dump signal from another rank via TCPStore."),
+    ("SIG112", "[rank1]:[E1003 ProcessGroupNCCL.cpp:1715] [PG 0 (default_pg) Rank 1] To avoid data inconsistency, "
+               "we are taking the entire process down."),                                           # v2.2-v2.13
+    ("SIG112", "[rank2]:[F1229 20:37:13.091528310 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+               "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang."),
+    ("SIG112", "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 2. "),
+    ("SIG303", "[W1201 10:00:00.5 socket.cpp:697] [c10d] The network addresses of (master-0.svc, 29500) cannot be "
+               "retrieved (gai error: -5 - No address associated with hostname)."),                   # '' family
+    ("SIG304", "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with "
+               "USE_LIBUV=0 to disable it."),
+    ("SIG039", "[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - "
+               "Connection refused)."),
+    ("SIG113", "WARNING:torch.distributed.elastic.agent.server.api:Received Signals.SIGTERM death signal, shutting "
+               "down workers"),                                                                     # Python <= 3.10
+    ("SIG113", "W1201 10:00:00.1 torch/distributed/elastic/agent/server/api.py:704] Received 15 death signal, "
+               "shutting down workers"),                                                            # Python 3.11+
+    ("SIG052", "[rank1]: Parameter indices which did not receive grad for rank 1: 198 199"),
+    ("SIG052", "Parameters which did not receive grad for rank 1: module.head.bias, module.head.weight"),
+    ("SIG053", "Parameter at index 73 with name module.encoder.layer.11.output.dense.weight has been marked as ready "
+               "twice. This means that multiple autograd engine  hooks have fired"),                  # DETAIL
+    ("SIG053", "Parameter at index 73 has been marked as ready twice. This means that multiple autograd engine  "
+               "hooks have fired for this particular parameter during this iteration."),            # INFO/OFF
+    ("SIG054", "RuntimeError: [1]: params[0] in this process with sizes [512, 768] appears not to match sizes of "
+               "the same param in process 0."),
+    ("SIG054", "RuntimeError: [3]: params[12] in this process with sizes [768] appears not to match strides of the "
+               "same param in process 0."),
+    # v2.1-v2.3 printed the values empty
+    ("SIG306", "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+               "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch. device=, num_gpus="),
+    ("SIG307", "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
+               "you tried to allocate 52428800000 bytes. Error code 12 (Cannot allocate memory)"),
+    ("SIG307", "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: "
+               "not enough memory: you tried to allocate 1073741824 bytes."),                       # Windows
+    ("SIG308", "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+               "capacity of 79.15 GiB of which 3.94 MiB is free. Process 4121 has 39.10 GiB memory in use. "
+               "Process 4122 has 40.02 GiB memory in use."),
+    ("SIG012", "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+               "Currently allocated     : 22.43 GiB\nRequested               : 4.07 GiB"),          # cudaMallocAsync
+    ("SIG012", "RuntimeError: CUDA error: out of memory"),
+    ("SIG309", "RuntimeError: DataLoader worker (pid 29332) exited unexpectedly with exit code 1. Details are lost "
+               "due to multiprocessing. Rerunning with num_workers=0 may give better error trace."),
+    ("SIG310", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: Found Tesla "
+               "P100-PCIE-16GB which is too old to be supported by the triton GPU compiler, which is used as the "
+               "backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "
+               "capability 6.0"),
+    ("SIG311", "RuntimeError: Cannot find a working triton installation. Either the package is not installed or it "
+               "is too old. More information on installing Triton can be found at https://github.com/openai/triton"),
+    ("SIG312", "/usr/bin/ld: cannot find -lcuda: No such file or directory"),
+    ("SIG312", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nAssertionError: libcuda.so "
+               "cannot found!"),
+    ("SIG313", "/tmp/tmpq8/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory"),
+    ("SIG314", "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware "
+               "limit: 101376. Reducing block sizes or `num_stages` may help."),
+    ("SIG315", "ValueError: Unknown CUDA arch (sm_90) or GPU not supported"),
+    ("SIG316", "ValueError: Inconsistent compute device and `device_id` on rank 3: cuda:0 vs cuda:3"),
+    ("SIG317", "RuntimeError: DeviceMesh only support homogeneous hardware, but found 12 ranks and 8 cuda devices!"),
+    ("SIG318", "RuntimeError: Mesh should not be bigger than default world size 8, but found 16 ranks!"),
+    ("SIG319", "RuntimeError: cuDNN version 91100 is not compatible with devices with SM < 7.5. Please install a "
+               "version of PyTorch with a compatible cuDNN version."),
+    ("SIG320", "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:789: UserWarning: Can't initialize NVML"),
+    ("SIG065", "ValueError: local_rank 4 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1,2,3"),     # torchrun
+    ("SIG065", "RuntimeError: device 2 is not visible (CUDA_VISIBLE_DEVICES=[0, 1])"),
+    ("SIG069", "RuntimeError: PyTorch was compiled without CUDA support"),
+    ("SIG069", "RuntimeError: cuda driver can't be loaded, is cuda enabled?"),
+    ("SIG105", "RuntimeError: LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+               "`get_node_local_rank` to work, assuming you are not running in a multi-device context"),
+    ("SIG321", "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+               "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)"),          # v1.8-v1.12
+    ("SIG321", "torch.distributed.DistStoreError: Timed out initializing process group in store based barrier on "
+               "rank 3, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=4, timeout=0:30:00 "
+               "error=wait timeout after 1800000ms, keys: /store_based_barrier_key:1)"),            # v1.13-v2.13
+    ("SIG321", "torch.distributed.DistStoreError: Timed out waiting on barrier on rank 0, for key prefix: "
+               "torchelastic/agent/terminal_state (world_size=2, missing_ranks=[1], timeout=300)"),
+    ("SIG321", "TimeoutError: timed out waiting for all 4 members to join"),
+    ("SIG322", "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+               "Unable to find address for: eth0"),
+    ("SIG322", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/device.cc:135] Unable to find address for "
+               "gpu-node-3; bind(2) for 10.0.0.9 failed with: Cannot assign requested address"),
+    ("SIG323", "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+               "no error"),
+    ("SIG324", "UserWarning: Got pickle error when attempting to start a worker Process. This might be because the "
+               "worker Process arguments are not picklable."),
+    ("SIG324", "AttributeError: Can't get attribute 'MyDataset' on <module '__mp_main__' from '/work/train.py'>"),
+    ("SIG324", "AttributeError: Can't pickle local object 'build_loader.<locals>.<lambda>'"),
+    ("SIG324", "_pickle.PicklingError: Can't pickle <function <lambda> at 0x7f3b2c>: attribute lookup <lambda> on "
+               "__main__ failed"),
+    ("SIG072", "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against "
+               "7005"),                                                                             # v0.4-v1.7
+    ("SIG072", "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, "
+               "libcudnn_cnn.so}"),
+    ("SIG076", "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required "
+               "version by CUDA 11.8. Please make sure to use an adequate version of g++ (>=6.0.0, <12.0)."),
+    ("SIG076", "UserWarning: The current installed version of g++ (5.4.0) is less than the minimum required version "
+               "by CUDA 12.1 (6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0, <13.0)."),
+    ("SIG325", "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "
+               "\"../c10/cuda/CUDACachingAllocator.cpp\":1123, please report a bug to PyTorch."),
+    ("SIG325", "RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "
+               "\"../c10/cuda/CUDACachingAllocator.cpp\":1076, please report a bug to PyTorch."),       # v2.0
+    ("SIG325", "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlDeviceGetHandleByPciBusId_v2_( pci_id, "
+               "&nvml_device) INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":963"),
+    ("SIG022", "[rank0]:[E1201 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) Rank 0] Work WorkNCCL("
+               "SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait "
+               "(TORCH_NCCL_BLOCKING_WAIT=1)."),                                                     # v2.2-v2.3
+    ("SIG022", "1066.6s [rank1]: Watchdog caught collective operation timeout:\n[rank1]: WorkNCCL(SeqNum=306, "
+               "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600032 milliseconds before "
+               "timing out."),
+    ("SIG015", "RuntimeError: FSDP needs a non-CPU accelerator device, but no accelerator device is detected."),
+    ("SIG326", "RuntimeError: PTXAS error: Internal Triton PTX codegen error\nptxas fatal   : Value 'sm_120a' is "
+               "not defined for option 'gpu-name'"),
+    ("SIG326", "ptxas fatal : Value 'sm_52' is not defined for option 'gpu-name'"),                  # CUDA 13
+    ("SIG327", "torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
+               "torch._inductor.config.cpp.cxx: (None, 'g++')"),
+    ("SIG328", "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms"),   # wait_all_ranks
+    ("SIG328", "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for "
+               "send/recv from rank 0. Please check rank 0 logs for faulty rank."),
+    ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
+    ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers
     ("SIG088", "nvidia-container-cli: detection error: nvml error: unknown error: unknown."),
     ("SIG089", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6: unknown."),
@@ -244,6 +386,19 @@ BENIGN = [
     "gpu1:2201:2201 [0] NCCL INFO comm 0x55d0 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE",
     "  ✗ SIG208 Ranks on one host cannot share memory or see each other's GPUs (separate containers or namespaces)",
     "Summary: 1 error, 0 warnings, 0 info · 115 passed, 50 not assessed, 12 not applicable",
+    "[W1201 10:00:00.5 socket.cpp:697] [c10d] The IPv6 network addresses of (localhost, 29500) cannot be retrieved "
+    "(gai error: -3 - Temporary failure in name resolution).",
+    "[W socket.cpp:464] [c10d] The server socket on [::]:29500 is not yet listening (errno: 111 - Connection "
+    "refused), will retry.",
+    "[rank0]:[E813 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because "
+    "FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
+    "UserWarning: It seems like you did not set/select the default device for the current process before the "
+    "DeviceMesh initialization or use a launcher (i.e. torchrun) which populates `LOCAL_RANK` environment variable.",
+    "UserWarning: TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included for compilation.",
+    "[rank0]:[I ProcessGroupNCCL.cpp:2041] [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL broadcast unique "
+    "ID through store took 0.41 ms",
+    "INFO:torch.distributed.distributed_c10d:Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 "
+    "with 8 nodes.",
 ]
 
 
@@ -310,3 +465,92 @@ def test_shm_create_without_reason_folds_under_the_reason():
     e = next(x for x in catalogue() if x["id"] == "SIG213")
     assert _suppressed(e, hits)[0]
 
+@pytest.mark.parametrize("line,want", [
+    ("[rank3]:[E1201 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL("
+     "SeqNum=57, OpType=ALLGATHER, NumelIn=1, NumelOut=4, Timeout(ms)=600000) ran for 600038 milliseconds before "
+     "timing out.", ["Rank 3", "ALLGATHER", "SeqNum 57", "600000 ms", "600038 ms"]),
+    ("RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, TensorShape=[1024], "
+     "Timeout(ms)=1800000) ran for 1800209 milliseconds before timing out.", ["Rank 0", "BROADCAST", "1800000 ms"]),
+    ("[rank6]: [PG ID 0 PG GUID 0(default_pg) Rank 6] Received a dump signal due to a collective timeout from  "
+     "rank 7 and we will try", ["Rank 6", "rank 7"]),
+    ("[5] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', "
+     "but store->get('0') got error: Socket Timeout", ["Rank 5", "key '0'", "Socket Timeout"]),
+    ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - Connection "
+     "refused).", ["node1:29500", "errno 111", "Connection refused"]),
+    ("Parameters which did not receive grad for rank 1: module.head.bias", ["Rank 1", "module.head.bias"]),
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: "
+     "6000, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use", ["port 6000", "EADDRINUSE"]),
+    ("[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in "
+     "use).", ["port 29500", "errno 98"]),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     ["1 of 2 ranks", "901 s"]),
+    ("The client socket has timed out after 30min while trying to connect to (master-0, 29500).", ["30 min"]),
+    ("terminate called after throwing an instance of 'c10::DistBackendError'", ["c10::DistBackendError"]),
+    ("[W socket.cpp:752] [c10d] The client socket has timed out after 600s while trying to connect to (10.128.0.15, "
+     "23456).", ["10.128.0.15:23456", "600 s"]),
+    ("[W socket.cpp:752] [c10d] The client socket has timed out after 1800000ms while trying to connect to (master, "
+     "29500).", ["master:29500", "1800000 ms"]),
+    ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+     "before calling NumCudaDevices() that might have already set an error? Error 999: unknown error (Triggered "
+     "internally at ../c10/cuda/CUDAFunctions.cpp:108.)", ["CUDA error 999", "unknown error"]),
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 4] Work WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+     "Timeout(ms)=600000) timed out in blocking wait.", ["Rank 4", "ALLREDUCE", "SeqNum 9", "600000 ms"]),
+    ("1066.6s [rank1]: Watchdog caught collective operation timeout:\n[rank1]: WorkNCCL(SeqNum=306, OpType=ALLREDUCE, "
+     "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600032 milliseconds", ["ALLREDUCE", "SeqNum 306"]),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 "
+     "GiB of which 1.06 GiB is free. Process 2143 has 40.10 GiB memory in use.", ["Process 2143", "40.10 GiB"]),
+    # one exception message over several lines (reducer.cpp): the names come from its last line
+    ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+     "reasons: 1) Use of a module parameter outside the `forward` function.\nParameter at index 440 with name "
+     "backbone.layers.3.mlp.fc2.bias has been marked as ready twice. This means that multiple autograd engine  hooks "
+     "have fired", ["Parameter 440", "backbone.layers.3.mlp.fc2.bias"]),
+    ("[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
+     "This error indicates that your module has parameters that were not used in producing loss.\n[rank1]: making "
+     "sure all `forward` function outputs participate in calculating loss.\n[rank1]: Parameter indices which did "
+     "not receive grad for rank 1: 198 199\n", ["Rank 1", "198 199"]),
+])
+def test_conclusions_carry_the_captured_facts(line, want):
+    """Conclude, don't echo: the finding's sentence names the rank, collective, timeout, peer, key or sizes."""
+    from gpudoctor.rules.logs import _conclusion
+
+    entries = {e["id"]: e for e in catalogue()}
+    texts = [_conclusion(entries[h.id], h.groups) or "" for h in match_signatures(line)]
+    joined = " | ".join(texts)
+    for w in want:
+        assert w in joined, (w, joined)
+    assert "[[" not in joined and "{" not in joined
+
+
+def test_optional_parts_of_a_conclusion_are_left_out():
+    from gpudoctor.rules.logs import _conclusion
+
+    e = {"id": "X", "conclusion": "[[Rank {rank}: ]]{op} failed[[ (SeqNum {seq})]]."}
+    assert _conclusion(e, {"op": "ALLREDUCE"}) == "ALLREDUCE failed."
+    assert _conclusion(e, {"op": "ALLREDUCE", "rank": "2", "seq": "9"}) == "Rank 2: ALLREDUCE failed (SeqNum 9)."
+    assert _conclusion(e, {}) is None
+
+
+def test_watchdog_follow_ons_reported_under_the_timeout(tmp_path):
+    """The sequence-number and dump-signal lines of the same timeout are attached to SIG022, not separate findings;
+    the store wait behind a failed NCCL id exchange is attached to SIG300."""
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "log.txt"
+    p.write_text(
+        "[rank1]:[E1003 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
+        "SeqNum=6463, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800017 milliseconds "
+        "before timing out.\n"
+        "[rank1]:[E1003 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or timeout) "
+        "detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.\n"
+        "[rank1]:[E1003 ProcessGroupNCCL.cpp:1715] [PG 0 (default_pg) Rank 1] To avoid data inconsistency, we are "
+        "taking the entire process down.\n")
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert "SIG022" in got and "SIG301" not in got and "SIG112" not in got
+    assert any("follow-on (SIG301" in line for line in got["SIG022"].evidence)
+    p.write_text("[3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store "
+                 "by key '0', but store->get('0') got error: wait timeout after 600000ms, keys: /default_pg//0\n")
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert "SIG300" in got and "SIG041" not in got

@@ -5,6 +5,7 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 """
 from __future__ import annotations
 
+import re
 import string
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,9 @@ class _Blank(dict):
         return ""
 
 
+_SEGMENT = re.compile(r"\[\[(.*?)\]\]")  # an optional part of a conclusion: dropped when none of its groups matched
+
+
 def _fields(template: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(template) if f}
 
@@ -59,14 +63,15 @@ def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
     if not template:
         return None
     values = {k: " ".join(v.split())[:160] for k, v in groups.items() if v}
-    if isinstance(template, list):
-        template = next((t for t in template if _fields(t) <= values.keys()), None)
+    if isinstance(template, list):  # one per message form: the first whose required (non-[[optional]]) fields matched
+        template = next((t for t in template if _fields(_SEGMENT.sub("", t)) <= values.keys()), None)
         if template is None:
             return None
     names = _fields(template)
     if names and not names & values.keys():
         return None  # the match carried none of the facts the sentence needs
-    text = template.format_map(_Blank(values))
+    text = _SEGMENT.sub(lambda m: m.group(1) if _fields(m.group(1)) & values.keys() else "", template)
+    text = text.format_map(_Blank(values))
     if entry["id"] == "SIG057":
         text += _cuda_error_note(groups)
     return text
