@@ -84,7 +84,7 @@ def _cuda_error_note(groups: dict[str, str]) -> str:
     table = data.load("cuda_errors").get("error", {})
     msg = (groups.get("cuda_error") or "").strip().rstrip(".").lower()
     name = (groups.get("cuda_name") or "").lower()
-    code = groups.get("code") or ""
+    code = groups.get("code") or groups.get("code2") or ""
     cu = groups.get("cu_name") or ""
     if cu:
         code = code or _CU_ALIASES.get(cu, "")
