@@ -114,8 +114,9 @@ def render() -> str:
               f"node {sum(x['blame'] == 'node' for x in xid.values())}, "
               f"fabric {sum(x['blame'] == 'fabric' for x in xid.values())}, "
               f"none {sum(x['blame'] == 'none' for x in xid.values())}).",
-              f"* NVSwitch SXid (rules/sxid.toml): {len(sxid)} codes with their NVSWITCH_ERR_HW_* name and switch unit, "
-              "from open-gpu-kernel-modules' ctrl_dev_nvswitch.h; SIG412 (fatal) and SIG413 (non-fatal) name them.",
+              f"* NVSwitch SXid (rules/sxid.toml): {len(sxid)} codes with their NVSWITCH_ERR_HW_* name and switch "
+              "unit, from open-gpu-kernel-modules' ctrl_dev_nvswitch.h; SIG412 (fatal) and SIG413 (non-fatal) name "
+              "them.",
               "",
               "## Signatures by family", "", "| id | family | title | source (release range) |", "|---|---|---|---|"]
     for e in sorted(sigs, key=lambda e: (e.get("family", ""), e["id"])):

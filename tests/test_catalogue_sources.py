@@ -243,6 +243,11 @@ REAL_SYSTEM = [
                "has the version 550.54.15.  Please"),                                                  # journal prefix
     ("SIG017", K + "NVRM: The NVIDIA GPU 0000:41:00.0 (PCI ID: 10de:2330)\n" + K + "NVRM: installed in this system "
                "is not supported by the\n" + K + "NVRM: NVIDIA 470.239.06 driver release."),
+    # NVML through Python (nvidia-ml-py exception names)
+    ("SIG024", "pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch."),
+    ("SIG025", "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded"),
+    ("SIG101", "pynvml.NVMLError_NoPermission: Insufficient Permissions"),
+    ("SIG011", "pynvml.NVMLError_GpuIsLost: GPU is lost"),
     # NVSwitch / Fabric Manager / persistenced
     ("SIG412", K + "nvidia-nvswitch2: SXid (PCI:0000:c4:00.0): 20034, Fatal, Link 27 LTSSM Fault Up"),
     ("SIG412", K + "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 10002, Fatal, Unexpected PRI error"),

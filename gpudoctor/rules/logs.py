@@ -74,8 +74,8 @@ def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
 # CUresult names whose runtime (cudaError_t) counterpart is not the CamelCase of the name
 _CU_ALIASES = {"CUDA_ERROR_NOT_INITIALIZED": "3", "CUDA_ERROR_OUT_OF_MEMORY": "2", "CUDA_ERROR_INVALID_CONTEXT": "201",
                "CUDA_ERROR_LAUNCH_FAILED": "719", "CUDA_ERROR_INVALID_HANDLE": "400", "CUDA_ERROR_NOT_FOUND": "500",
-               "CUDA_ERROR_DEINITIALIZED": "4", "CUDA_ERROR_INVALID_IMAGE": "200", "CUDA_ERROR_NO_BINARY_FOR_GPU": "209",
-               "CUDA_ERROR_CONTEXT_ALREADY_IN_USE": "216"}
+               "CUDA_ERROR_DEINITIALIZED": "4", "CUDA_ERROR_INVALID_IMAGE": "200",
+               "CUDA_ERROR_NO_BINARY_FOR_GPU": "209", "CUDA_ERROR_CONTEXT_ALREADY_IN_USE": "216"}
 
 
 def _cuda_error_note(groups: dict[str, str]) -> str:
