@@ -164,9 +164,12 @@ def test_info_and_lookalike_lines_stay_quiet(line):
     assert match_signatures(line) == []
 
 
-def test_retired_invented_forms_are_gone():
-    """Forms that were not found in the source were dropped rather than kept with false provenance."""
-    assert "SIG096" not in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to vfio-pci")}
+def test_bound_to_another_driver_is_the_550_plus_form():
+    """'NVRM: GPU %s is already bound to %s.' (kernel-open/nvidia/nv-pci.c check_for_bound_driver) exists from
+    550.40 on (it was absent from the 515-545 sources first read); bound to nvidia itself is not a conflict."""
+    assert "SIG096" in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to vfio-pci.")}
+    assert "SIG096" in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to nouveau.")}
+    assert match_signatures("NVRM: GPU 0000:41:00.0 is already bound to nvidia.") == []
 
 
 # --- system side (issue 14, SIG400-SIG418 and the widened kernel / nvidia-smi / CUDA entries) ---------------------
@@ -236,6 +239,7 @@ REAL_SYSTEM = [
                "supported by\nNVRM: open nvidia.ko."),
     ("SIG418", D + "NVRM: Open nvidia.ko is only ready for use on Data Center GPUs."),               # 515-535
     ("SIG095", D + "NVRM: GPU 0000:41:00.0: rm_init_adapter failed, device minor number 0"),
+    ("SIG017", D + "NVRM: ignoring the legacy GPU 0000:01:00.0"),
     ("SIG096", D + "NVRM: The NVIDIA probe routine was not called for 2 device(s)."),                  # 560+
     ("SIG096", "modprobe: ERROR: could not insert 'nvidia': No such device"),
     ("SIG096", D + "NVRM: No NVIDIA graphics adapter found!"),                                         # <= 470
