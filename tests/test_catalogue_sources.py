@@ -201,6 +201,8 @@ REAL_SYSTEM = [
     ("SIG057", "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_IMAGE: device kernel image is "
                "invalid"),
     ("SIG015", "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"),
+    ("SIG419", "RuntimeError: CUDA error: the launch timed out and was terminated"),
+    ("SIG002", "RuntimeError: CUDA error: API call is not supported in the installed CUDA driver"),
     # container stack
     ("SIG402", "stderr: Auto-detected mode as 'csv'\ninvoking the NVIDIA Container Runtime Hook directly (e.g. "
                "specifying the docker --gpus flag) is not supported. Please use the NVIDIA Container Runtime (e.g. "
