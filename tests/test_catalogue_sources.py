@@ -219,8 +219,8 @@ REAL_SYSTEM = [
     ("SIG406", "0/4 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
                "3 Insufficient nvidia.com/gpu."),
     ("SIG417", "Resolving Linux kernel version...\nCould not resolve Linux kernel version"),
-    ("SIG420", "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime "
-               "for \"nvidia\" is configured"),
+    ("SIG420", "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no "
+               "runtime for \"nvidia\" is configured"),
     ("SIG420", "failed to get sandbox runtime: no runtime for “nvidia” is configured"),           # pasted quotes
     ("SIG024", "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown."),
     # kernel driver: modprobe / lockdown / firmware / GSP / open module
