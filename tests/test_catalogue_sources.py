@@ -412,11 +412,6 @@ def test_info_and_lookalike_lines_stay_quiet(line):
     assert match_signatures(line) == []
 
 
-def test_retired_invented_forms_are_gone():
-    """Forms that were not found in the source were dropped rather than kept with false provenance."""
-    assert "SIG096" not in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to vfio-pci")}
-
-
 # --- root cause first: PyTorch's wrapper around NCCL's own last error (issue 14) ----------------------------------
 
 def _torch_nccl_error(err: str, last: str) -> str:
@@ -554,3 +549,133 @@ def test_watchdog_follow_ons_reported_under_the_timeout(tmp_path):
     snap, _ = build_snapshot([str(p)])
     got = {f.rule_id: f for f in evaluate(snap).findings}
     assert "SIG300" in got and "SIG041" not in got
+def test_bound_to_another_driver_is_the_550_plus_form():
+    """'NVRM: GPU %s is already bound to %s.' (kernel-open/nvidia/nv-pci.c check_for_bound_driver) exists from
+    550.40 on (it was absent from the 515-545 sources first read); bound to nvidia itself is not a conflict."""
+    assert "SIG096" in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to vfio-pci.")}
+    assert "SIG096" in {h.id for h in match_signatures("NVRM: GPU 0000:41:00.0 is already bound to nouveau.")}
+    assert match_signatures("NVRM: GPU 0000:41:00.0 is already bound to nvidia.") == []
+
+
+# --- system side (issue 14, SIG400-SIG418 and the widened kernel / nvidia-smi / CUDA entries) ---------------------
+# Format strings read in NVIDIA/open-gpu-kernel-modules 515.43.04-595.45.04, NVIDIA/nvidia-container-toolkit (HEAD),
+# NVIDIA/libnvidia-container, NVIDIA/k8s-device-plugin, NVIDIA/nvidia-persistenced, NVIDIA/gpu-driver-container,
+# libcudart 12.9/13 (rules/cuda_errors.toml); closed-source tools (nv-fabricmanager) as pasted in the cited threads.
+K = "Mar 03 10:11:12 gpu-node-7 kernel: "  # journalctl / syslog prefix
+D = "[ 1234.567890] "                      # dmesg prefix
+
+REAL_SYSTEM = [
+    # CUDA initialisation: runtime text, runtime name, driver CUresult, torch device_count warning, THC (v0.4-v1.5)
+    ("SIG400", "RuntimeError: CUDA error: unknown error\nCUDA kernel errors might be asynchronously reported at some "
+               "other API call, so the stacktrace below might be incorrect."),
+    ("SIG400", "RuntimeError: CUDA error: initialization error"),
+    ("SIG400", "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error"),
+    ("SIG400", "cuInit failed: CUDA_ERROR_NOT_INITIALIZED: initialization error"),
+    ("SIG400", "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+               "functions before calling NumCudaDevices() that might have already set an error? Error 999: unknown "
+               "error (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)"),
+    ("SIG400", "RuntimeError: cuda runtime error (999) : unknown error at /opt/conda/conda-bld/pytorch/work/aten/src/"
+               "THC/THCGeneral.cpp:47"),
+    ("SIG401", "torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: CUDA driver "
+               "initialization failed, you might not have a CUDA gpu."),
+    ("SIG065", "CUDA call failed lazily at initialization with error: device >= 0 && device < num_gpus INTERNAL ASSERT "
+               "FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch. device=1, "
+               "num_gpus=1"),
+    ("SIG065", "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/"
+               "CUDAContext.cpp\":50, please report a bug to PyTorch. device=, num_gpus="),       # empty values
+    ("SIG057", "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_IMAGE: device kernel image is "
+               "invalid"),
+    ("SIG015", "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"),
+    ("SIG419", "RuntimeError: CUDA error: the launch timed out and was terminated"),
+    ("SIG002", "RuntimeError: CUDA error: API call is not supported in the installed CUDA driver"),
+    # container stack
+    ("SIG402", "stderr: Auto-detected mode as 'csv'\ninvoking the NVIDIA Container Runtime Hook directly (e.g. "
+               "specifying the docker --gpus flag) is not supported. Please use the NVIDIA Container Runtime (e.g. "
+               "specify the --runtime=nvidia flag) instead.: unknown."),
+    ("SIG403", "Running hook #0:: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: container "
+               "error: cgroup subsystem devices not found: unknown."),
+    ("SIG404", "OCI runtime create failed: unable to retrieve OCI runtime error: exec: \"nvidia-container-runtime\": "
+               "executable file not found in $PATH: unknown"),
+    ("SIG404", "error running prestart hook #0: fork/exec /usr/bin/nvidia-container-runtime-hook: no such file or "
+               "directory: unknown"),
+    ("SIG405", "E0812 05:04:19.837549       1 factory.go:112] Incompatible strategy detected auto"),       # v0.14+
+    ("SIG405", "2022/12/19 07:04:53 Incompatible platform detected\n2022/12/19 07:04:53 If this is a GPU node, did "
+               "you configure the NVIDIA Container Toolkit?"),                                         # v0.12-v0.13
+    ("SIG406", "0/4 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+               "3 Insufficient nvidia.com/gpu."),
+    ("SIG417", "Resolving Linux kernel version...\nCould not resolve Linux kernel version"),
+    ("SIG420", "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no "
+               "runtime for \"nvidia\" is configured"),
+    ("SIG420", "failed to get sandbox runtime: no runtime for “nvidia” is configured"),           # pasted quotes
+    ("SIG024", "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown."),
+    # kernel driver: modprobe / lockdown / firmware / GSP / open module
+    ("SIG407", "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service"),
+    ("SIG407", "modprobe: ERROR: could not insert 'nvidia': Required key not available"),
+    ("SIG407", K + "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"),
+    ("SIG408", "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-45-generic"),
+    ("SIG408", "modprobe: ERROR: could not insert 'nvidia_uvm': Unknown symbol in module, or unknown parameter (see "
+               "dmesg)"),
+    ("SIG408", D + "nvidia: disagrees about version of symbol module_layout"),
+    ("SIG409", D + "nvidia 0000:01:00.0: Direct firmware load for nvidia/515.43.04/gsp.bin failed with error -2"),
+    ("SIG409", D + "nvidia 0000:01:00.0: Direct firmware load for nvidia/570.133.20/gsp_ga10x.bin failed with error "
+               "-2"),
+    ("SIG409", D + "NVRM: RmFetchGspRmImages: No firmware image found"),
+    ("SIG410", D + "NVRM: GPU6 _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP"),
+    ("SIG410", D + "NVRM: kgspInitRm_IMPL: (the GPU is likely in a bad state and may need to be reset)"),
+    ("SIG411", "kernel: NVRM: The NVIDIA GPU 0000:09:00.0 (PCI ID: 10de:1d01)\n             NVRM: installed in this "
+               "system is not supported by open\n             NVRM: nvidia.ko because it does not include the "
+               "required GPU\n             NVRM: System Processor (GSP)."),
+    ("SIG411", "NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:1db4)\nNVRM: installed in this vGPU host system is not "
+               "supported by\nNVRM: open nvidia.ko."),
+    ("SIG418", D + "NVRM: Open nvidia.ko is only ready for use on Data Center GPUs."),               # 515-535
+    ("SIG095", D + "NVRM: GPU 0000:41:00.0: rm_init_adapter failed, device minor number 0"),
+    ("SIG017", D + "NVRM: ignoring the legacy GPU 0000:01:00.0"),
+    ("SIG096", D + "NVRM: The NVIDIA probe routine was not called for 2 device(s)."),                  # 560+
+    ("SIG096", "modprobe: ERROR: could not insert 'nvidia': No such device"),
+    ("SIG096", D + "NVRM: No NVIDIA graphics adapter found!"),                                         # <= 470
+    ("SIG094", K + "NVRM: API mismatch: the client has the version 550.90.07, but\n" + K + "NVRM: this kernel module "
+               "has the version 550.54.15.  Please"),                                                  # journal prefix
+    ("SIG017", K + "NVRM: The NVIDIA GPU 0000:41:00.0 (PCI ID: 10de:2330)\n" + K + "NVRM: installed in this system "
+               "is not supported by the\n" + K + "NVRM: NVIDIA 470.239.06 driver release."),
+    # NVML through Python (nvidia-ml-py exception names)
+    ("SIG024", "pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch."),
+    ("SIG025", "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded"),
+    ("SIG101", "pynvml.NVMLError_NoPermission: Insufficient Permissions"),
+    ("SIG011", "pynvml.NVMLError_GpuIsLost: GPU is lost"),
+    # NVSwitch / Fabric Manager / persistenced
+    ("SIG412", K + "nvidia-nvswitch2: SXid (PCI:0000:c4:00.0): 20034, Fatal, Link 27 LTSSM Fault Up"),
+    ("SIG412", K + "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 10002, Fatal, Unexpected PRI error"),
+    ("SIG413", K + "nvidia-nvswitch4: SXid (PCI:0000:c6:00.0): 19084, Non-fatal, Link 29 AN1 Heartbeat Timeout Error "
+               "(First)"),
+    ("SIG414", "nv-fabricmanager[3228]: fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with "
+               "driver version 530.41.03. Please update with matching NVIDIA driver package."),
+    ("SIG414", "nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version 550.127.05 doesn't match "
+               "with driver version 550.120. Please update with the matching NVIDIA driver package."),
+    ("SIG415", "nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from NVSwitch "
+               "driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]"),
+    ("SIG416", "May  4 21:27:48 eve nvidia-persistenced: Failed to query NVIDIA devices. Please ensure that the NVIDIA "
+               "device files (/dev/nvidia*) exist, and that user 121 has read and write permissions for those files."),
+]
+
+BENIGN_SYSTEM = [
+    K + "nvidia-nvswitch2: Probing device 0000:c4:00.0, Vendor Id = 0x10de, Device Id = 0x22a3",
+    K + "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build",
+    "nv-fabricmanager[1507]: Successfully configured all the available NVSwitches to route GPU NVLink traffic.",
+    "nvidia-fabricmanager-start.sh[4753]: Detected Pre-NVL5 system",
+    "May  4 21:27:48 eve nvidia-persistenced: Started (10551)",
+    "I0812 05:04:19.837377       1 main.go:356] Retrieving plugins.",
+    "Normal  Scheduled  5s  default-scheduler  Successfully assigned default/train-0 to gpu-node-1",
+    "Resolving Linux kernel version...\nProceeding with Linux kernel version 5.15.0-101-generic",
+    D + "nvidia: loading out-of-tree module taints kernel.",
+    "$ which nvidia-container-runtime\n/usr/bin/nvidia-container-runtime",
+]
+
+
+@pytest.mark.parametrize("sid,line", REAL_SYSTEM, ids=[f"{s}-{i}" for i, (s, _) in enumerate(REAL_SYSTEM)])
+def test_system_format_strings_match(sid, line):
+    assert sid in {h.id for h in match_signatures(line)}
+
+
+@pytest.mark.parametrize("line", BENIGN_SYSTEM)
+def test_system_lookalikes_stay_quiet(line):
+    assert match_signatures(line) == []

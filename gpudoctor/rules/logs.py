@@ -74,19 +74,42 @@ def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
     text = text.format_map(_Blank(values))
     if entry["id"] == "SIG057":
         text += _cuda_error_note(groups)
+    if groups.get("sxid"):
+        text += _sxid_note(groups["sxid"])
     return text
 
 
+# CUresult names whose runtime (cudaError_t) counterpart is not the CamelCase of the name
+_CU_ALIASES = {"CUDA_ERROR_NOT_INITIALIZED": "3", "CUDA_ERROR_OUT_OF_MEMORY": "2", "CUDA_ERROR_INVALID_CONTEXT": "201",
+               "CUDA_ERROR_LAUNCH_FAILED": "719", "CUDA_ERROR_INVALID_HANDLE": "400", "CUDA_ERROR_NOT_FOUND": "500",
+               "CUDA_ERROR_DEINITIALIZED": "4", "CUDA_ERROR_INVALID_IMAGE": "200",
+               "CUDA_ERROR_NO_BINARY_FOR_GPU": "209", "CUDA_ERROR_CONTEXT_ALREADY_IN_USE": "216"}
+
+
 def _cuda_error_note(groups: dict[str, str]) -> str:
-    """For the generic CUDA error: the cudaError_t behind the message, from rules/cuda_errors.toml."""
+    """For the generic CUDA error: the cudaError_t behind the message, from rules/cuda_errors.toml. A driver API
+    CUresult name (CUDA_ERROR_NO_DEVICE) is mapped to its runtime twin (cudaErrorNoDevice, same code)."""
     table = data.load("cuda_errors").get("error", {})
     msg = (groups.get("cuda_error") or "").strip().rstrip(".").lower()
-    name = groups.get("cuda_name") or ""
-    code = groups.get("code") or ""
+    name = (groups.get("cuda_name") or "").lower()
+    code = groups.get("code") or groups.get("code2") or ""
+    cu = groups.get("cu_name") or ""
+    if cu:
+        code = code or _CU_ALIASES.get(cu, "")
+        name = name or "cudaerror" + cu.removeprefix("CUDA_ERROR_").replace("_", "").lower()
     for num, e in table.items():
-        if (msg and e["message"].rstrip(".").lower() == msg) or (name and e["name"] == name) or code == num:
+        if (msg and e["message"].rstrip(".").lower() == msg) or (name and e["name"].lower() == name) or code == num:
             return f" (cudaError_t {num}, {e['name']}: '{e['message']}')"
     return ""
+
+
+def _sxid_note(sxid: str) -> str:
+    """For an NVSwitch SXid: its enum name and switch unit, from rules/sxid.toml (open-gpu-kernel-modules)."""
+    table = data.load("sxid")
+    entry = table.get("sxid", {}).get(str(int(sxid)))
+    unit = table.get("unit", {}).get(str(int(sxid) // 1000))
+    parts = [p for p in ((entry or {}).get("name"), f"unit: {unit}" if unit else None) if p]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 _NET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "NCCL_IB_HCA",
