@@ -32,7 +32,8 @@ NCCL_TEMPLATES = (
     "{h}:{p}:{t} [{g}] NCCL INFO NCCL_{var} set by environment to {val}",
     "NCCL_{var} set by environment to {val}.",
     "{h}:{p}:{t} [{g}] NCCL INFO {c} nvls channels, {g} nvls rings",
-    "{h}:{p}:{t} [{g}] NCCL WARN NET/IB : Got completion from peer {h}<{p}> with status=12 opcode=0 len=0 vendor err 129",
+    "{h}:{p}:{t} [{g}] NCCL WARN NET/IB : Got completion from peer {h}<{p}> with status=12 opcode=0 len=0 "
+    "vendor err 129",
     "{h}:{p}:{t} [{g}] NCCL WARN Cuda failure 'out of memory' via cudaMalloc",
     "{h}:{p}:{t} [{g}] NCCL  INFO Channel {c:02d}/0 : {r}[{g}] -> {r2}[{g2}] via P2P/odd-spacing",
     "{h}:{p}:{t} [{g}] NCCL\tINFO Using network Odd{g}",

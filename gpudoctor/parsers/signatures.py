@@ -29,8 +29,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 MAX_LINES = 3
 MAX_LINE_CHARS = 300
 MAX_COUNT = 10000   # matches counted per signature and text
-BLOCK = 1 << 20     # prefilter block (characters)
-SUB_BLOCK = 1 << 16  # regex block inside a block the prefilter passed
+BLOCK = 1 << 17     # prefilter block (characters): 128 KiB measured fastest (docs/benchmarks.md)
+SUB_BLOCK = 1 << 16  # block of the explains / error-line scans
 OVERLAP = 4096      # a match may run this far past its block's end (multi-line messages)
 MIN_ANCHOR = 4
 ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|(?i:\berror:|\bfailed\b|\bfatal\b"
@@ -113,7 +113,7 @@ class _Engine:
     def __init__(self, entries: tuple[tuple[str, str], ...]):
         self.ids = [sid for sid, _ in entries]
         self.pattern = [rx for _, rx in entries]
-        self.rx = [rx for _, rx in compiled(entries)]
+        self._rx: dict[int, re.Pattern[str]] = {}  # compiled when first a candidate (most never are in a log)
         self._re2_cache: dict[int, Any] = {}
         self.always: list[int] = []
         self.set: Any = None
@@ -151,12 +151,17 @@ class _Engine:
                     if s0 + m2.start() >= s1:
                         return
                     ls = max(pos, t.rfind("\n", 0, s0 + m2.start()) + 1)
-                    m = self.rx[i].search(t, ls, min(stop, s0 + m2.end() + 1))
+                    m = self.rx(i).search(t, ls, min(stop, s0 + m2.end() + 1))
                     if m is not None:
                         pos = m.end()
                         yield m
                 return
-        yield from self.rx[i].finditer(t, s0, stop)
+        yield from self.rx(i).finditer(t, s0, stop)
+
+    def rx(self, i: int) -> re.Pattern[str]:
+        if i not in self._rx:
+            self._rx[i] = re.compile(self.pattern[i], re.IGNORECASE | re.MULTILINE)
+        return self._rx[i]
 
     def _re2_pattern(self, i: int) -> Any:
         if i not in self._re2_cache:
@@ -193,19 +198,25 @@ def engine_name(entries: list[dict[str, Any]] | None = None) -> str:
     return _engine(tuple((e["id"], e["regex"]) for e in entries)).name
 
 
-def _find_all(rx: re.Pattern[str], t: str) -> Iterator[tuple[int, int]]:
-    """Spans of all matches of ``rx`` in ``t``; 64 KiB blocks without any of its literals are skipped."""
+def _find_all(rx: re.Pattern[str], t: str, low: str | None = None) -> Iterator[tuple[int, int]]:
+    """Spans of all matches of ``rx`` in ``t``; 64 KiB blocks without any of its literals are skipped.
+
+    ``low``: ``t.lower()`` when the caller has it (as long as ``t``)."""
     lits = anchors(rx.pattern)
     if lits is None or len(t) <= SUB_BLOCK:
         yield from ((m.start(), m.end()) for m in rx.finditer(t))
         return
     n = len(t)
+    low = t.lower() if low is None or len(low) != n else low
+    if len(low) != n:  # lower-casing changed the length (rare characters): no skipping
+        yield from ((m.start(), m.end()) for m in rx.finditer(t))
+        return
     last_end = -1
     for b0, b1 in _blocks(t, SUB_BLOCK):
-        low = t[b0:min(n, b1 + OVERLAP)].lower()
-        if not any(a in low for a in lits):
+        end = min(n, b1 + OVERLAP)
+        if not any(low.find(a, b0, end) >= 0 for a in lits):
             continue
-        for m in rx.finditer(t, b0, min(n, b1 + OVERLAP)):
+        for m in rx.finditer(t, b0, end):
             if m.start() >= b1:
                 break
             if m.start() >= last_end:
@@ -242,43 +253,40 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     state: dict[int, tuple[list[int], list[str], dict[str, str]]] = {}  # index -> ([count], lines, groups)
     last: dict[int, re.Match[str]] = {}
     n = len(t)
-    for b0, b1 in _blocks(t, BLOCK):
-        cands = eng.candidates(t[b0:min(n, b1 + OVERLAP)])
-        if not cands:
-            continue
-        subs = _blocks(t, SUB_BLOCK, b0, b1) if b1 - b0 > SUB_BLOCK else [(b0, b1)]
-        for s0, s1 in subs:
-            here = eng.candidates(t[s0:min(n, s1 + OVERLAP)]) if len(subs) > 1 else cands
-            for i in here:
-                st = state.get(i)
-                if st is not None and st[0][0] >= MAX_COUNT:
-                    continue
-                prev_end = last[i].end() if i in last else -1
-                for m in eng.finditer(i, t, s0, s1, min(n, s1 + OVERLAP)):
-                    if m.start() >= s1:
-                        break
-                    if m.start() < prev_end:
-                        continue  # already counted from the previous block's overlap
-                    if i in last and "\n" not in t[last[i].end():m.start()]:
-                        last[i] = m
-                        continue  # a second match on the same line: one occurrence
-                    if st is None:
-                        st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None})
-                    st[0][0] += 1
+    for s0, s1 in _blocks(t, BLOCK):
+        stop = min(n, s1 + OVERLAP)
+        for i in eng.candidates(t[s0:stop]):
+            st = state.get(i)
+            if st is not None and st[0][0] >= MAX_COUNT:
+                continue
+            prev_end = last[i].end() if i in last else -1
+            for m in eng.finditer(i, t, s0, s1, stop):
+                if m.start() >= s1:
+                    break
+                if m.start() < prev_end:
+                    continue  # already counted from the previous block's overlap
+                if i in last and "\n" not in t[last[i].end():m.start()]:
                     last[i] = m
-                    if spans is not None:
-                        spans.append((m.start(), m.end()))
-                    ev = _evidence(t, m)
-                    if len(st[1]) < MAX_LINES and ev not in st[1]:
-                        st[1].append(ev)
-                    if st[0][0] >= MAX_COUNT:
-                        break
+                    continue  # a second match on the same line: one occurrence
+                if st is None:
+                    st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None})
+                st[0][0] += 1
+                last[i] = m
+                if spans is not None:
+                    spans.append((m.start(), m.end()))
+                ev = _evidence(t, m)
+                if len(st[1]) < MAX_LINES and ev not in st[1]:
+                    st[1].append(ev)
+                if st[0][0] >= MAX_COUNT:
+                    break
     hits = []
+    low: str | None = None
     for i in sorted(state):
         count, lines, groups = state[i]
         sid = eng.ids[i]
         if spans is not None and sid in explains:  # follow-on lines of the same failure
-            spans.extend(_find_all(explains[sid], t))
+            low = t.lower() if low is None and len(t) > SUB_BLOCK else low
+            spans.extend(_find_all(explains[sid], t, low))
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
     return hits
 
@@ -326,8 +334,8 @@ def _errorish_line_starts(t: str) -> Iterator[int]:
     """Start offsets of the lines of ``t`` that ERRORISH matches, in order (possibly repeated).
 
     With re2: a 64 KiB block is searched by re2; on an ASCII block its matches give the lines directly (Python's
-    ERRORISH then confirms each line), else Python's ERRORISH scans the block. Without re2: blocks without any
-    error literal are skipped and Python's ERRORISH scans the rest."""
+    ERRORISH then confirms each line), else Python's ERRORISH scans the block. Without re2: only the lines that hold
+    one of ERRORISH's literals (string search in the lower-cased block) are searched by ERRORISH."""
     pre = _errorish_prefilter()
     rx2 = _errorish_re2()
     for b0, b1 in _blocks(t, SUB_BLOCK):
@@ -343,8 +351,35 @@ def _errorish_line_starts(t: str) -> Iterator[int]:
                 if ERRORISH.search(block, ls, le):
                     yield b0 + ls
             continue
+        low = block.lower()
+        if len(low) == len(block):
+            for ls in literal_lines(block, low, _ERRORISH_LITERALS):
+                le = block.find("\n", ls)
+                if ERRORISH.search(block, ls, len(block) if le < 0 else le):
+                    yield b0 + ls
+            continue
         for m in ERRORISH.finditer(t, b0, b1):
             yield t.rfind("\n", 0, m.start()) + 1
+
+
+def literal_lines(t: str, low: str, literals: Iterable[str]) -> list[int]:
+    """Sorted start offsets of the lines of ``t`` whose lower-cased text (``low``, as long as ``t``) holds any of
+    ``literals`` (lower-case, without newlines)."""
+    starts: set[int] = set()
+    for a in literals:
+        p = low.find(a)
+        while p >= 0:
+            starts.add(t.rfind("\n", 0, p) + 1)
+            le = t.find("\n", p)
+            if le < 0:
+                break
+            p = low.find(a, le + 1)
+    return sorted(starts)
+
+
+def has_errorish(text: str) -> bool:
+    """Whether ERRORISH matches anywhere in ``text`` (the same answer as ``ERRORISH.search``, found faster)."""
+    return next(iter(_errorish_line_starts(text)), None) is not None
 
 
 @functools.cache
