@@ -20,6 +20,8 @@ from typing import Any
 
 from gpudoctor.facts.model import SignatureHit
 from gpudoctor.parsers._text import clean, clip
+from gpudoctor.parsers.hit_origin import Spread, finish, line_numbers, merge_hits  # noqa: F401 (merge_hits re-exported)
+from gpudoctor.parsers.regex_literals import MIN_ANCHOR, anchors  # noqa: F401 (re-exported)
 
 try:  # optional: google-re2 (pip install gpudoctor[fast]); measured ~100x faster prefilter on large logs
     import re2 as _re2  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -32,7 +34,6 @@ MAX_COUNT = 10000   # matches counted per signature and text
 BLOCK = 1 << 17     # prefilter block (characters): 128 KiB measured fastest (docs/benchmarks.md)
 SUB_BLOCK = 1 << 16  # block of the explains / error-line scans
 OVERLAP = 4096      # a match may run this far past its block's end (multi-line messages)
-MIN_ANCHOR = 4
 ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|(?i:\berror:|\bfailed\b|\bfatal\b"
                       r"|\bWARN(?:ING)?\b|Permission denied|\bunable to\b|\bcannot\b|\bcan't\b|\btimed out\b"
                       r"|\bAssertion\b|\bnot (?:found|available|detected)\b)")
@@ -72,39 +73,6 @@ def _evidence(text: str, m: re.Match) -> str:
     line = text[start:end]
     before = len(" ".join(line[: m.start() - start].split()))  # where the match starts once spaces are squeezed
     return clip(" ".join(line.split()), MAX_LINE_CHARS, focus=before)
-
-
-def _seq_anchor(items: list[tuple[Any, Any]]) -> str:
-    """The longest run of literal characters in a parsed regex sequence (lower-cased)."""
-    from re import _parser as sre  # type: ignore[attr-defined]
-
-    best = cur = ""
-    for op, av in items:
-        if op is sre.LITERAL:
-            cur += chr(av)
-            continue
-        if op is sre.SUBPATTERN and all(o is sre.LITERAL for o, _ in av[3]) and list(av[3]):
-            cur += "".join(chr(a) for _, a in av[3])
-            continue
-        best = max(best, cur, key=len)
-        cur = ""
-    return max(best, cur, key=len).lower()
-
-
-def anchors(regex: str) -> list[str] | None:
-    """Literals of which every match of ``regex`` contains at least one (one per top-level alternative), or
-    None when an alternative has no literal of MIN_ANCHOR characters (the regex then always runs)."""
-    from re import _parser as sre  # type: ignore[attr-defined]
-
-    items = list(sre.parse(regex, re.IGNORECASE))
-    branches = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [items]
-    out = []
-    for b in branches:
-        a = _seq_anchor(list(b))
-        if len(a.strip()) < MIN_ANCHOR:
-            return None
-        out.append(a)
-    return out
 
 
 class _Engine:
@@ -240,8 +208,10 @@ def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[t
 
 
 def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
-                     spans: list[tuple[int, int]] | None = None) -> list[SignatureHit]:
-    """Every catalogue entry that matches ``text``, with its count, first matching lines and named groups.
+                     spans: list[tuple[int, int]] | None = None, line_base: int = 0) -> list[SignatureHit]:
+    """Every catalogue entry that matches ``text``, with its count, first matching lines, named groups, and the ranks,
+    hosts and GPUs its lines name with the line numbers of its first and last match (parsers/hit_origin.py;
+    ``line_base``: lines of the same file before ``text``, for a chunk of a large input).
 
     ``spans`` (optional, out) receives the (start, end) character spans of all matches, so that
     :func:`unexplained_error_lines` can skip lines a signature explains.
@@ -250,7 +220,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     t = clean(text)
     eng = _engine(tuple((e["id"], e["regex"]) for e in entries))
     explains = _explains(entries)
-    state: dict[int, tuple[list[int], list[str], dict[str, str]]] = {}  # index -> ([count], lines, groups)
+    state: dict[int, tuple[list[int], list[str], dict[str, str], Spread]] = {}  # index -> ([count], lines, groups,
+    # where)
     last: dict[int, re.Match[str]] = {}
     n = len(t)
     for s0, s1 in _blocks(t, BLOCK):
@@ -269,11 +240,12 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     last[i] = m
                     continue  # a second match on the same line: one occurrence
                 if st is None:
-                    st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None})
+                    st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None}, Spread())
                 st[0][0] += 1
                 last[i] = m
                 if spans is not None:
                     spans.append((m.start(), m.end()))
+                st[3].add(t, m.start(), t.rfind("\n", 0, m.start()) + 1)
                 ev = _evidence(t, m)
                 if len(st[1]) < MAX_LINES and ev not in st[1]:
                     st[1].append(ev)
@@ -281,13 +253,15 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     break
     hits = []
     low: str | None = None
+    numbers = line_numbers(t, [p for st in state.values() for p in (st[3].first, st[3].last)], line_base)
     for i in sorted(state):
-        count, lines, groups = state[i]
+        count, lines, groups, spread = state[i]
         sid = eng.ids[i]
         if spans is not None and sid in explains:  # follow-on lines of the same failure
             low = t.lower() if low is None and len(t) > SUB_BLOCK else low
             spans.extend(_find_all(explains[sid], t, low))
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
+        finish(hits[-1], spread, t, line_base, numbers)
     return hits
 
 
@@ -410,21 +384,3 @@ def _errorish_prefilter() -> Any:
         return any(a in low for a in _ERRORISH_LITERALS)
 
     return literal_test
-
-
-def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
-    """Combine hits of the same signature from several files (counts summed, first lines kept)."""
-    by_id: dict[str, SignatureHit] = {}
-    for h in hits:
-        if h.id not in by_id:
-            by_id[h.id] = h.model_copy(deep=True)
-            continue
-        cur = by_id[h.id]
-        cur.count += h.count
-        for line in h.lines:
-            if len(cur.lines) < MAX_LINES and line not in cur.lines:
-                cur.lines.append(line)
-        for f in h.files:
-            if f not in cur.files:
-                cur.files.append(f)
-    return sorted(by_id.values(), key=lambda h: h.id)
