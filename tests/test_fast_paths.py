@@ -128,3 +128,49 @@ if __name__ == "__main__":  # regenerate the golden file (see the module docstri
     GOLDEN.parent.mkdir(exist_ok=True)
     GOLDEN.write_text(json.dumps(res["re2"], indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)")
+
+
+def _fixture_texts() -> list[str]:
+    out = []
+    for p in sorted(FIX.rglob("*")):
+        if p.is_file() and p.suffix in ("", ".txt", ".log", ".xml", ".csv", ".md") and p.stat().st_size < 300_000:
+            out.append(p.read_text(errors="replace"))
+    return out
+
+
+def test_format_gates_change_no_recognition(monkeypatch):
+    """detect() with its literal gates recognises every fixture as the ungated patterns do, and on each text a pattern
+    matches, one of its gate's literals is present (the gates are necessary conditions)."""
+    from gpudoctor.parsers import detect as D
+
+    texts = _fixture_texts()
+    assert len(texts) > 100
+    gated = [D.detect(t) for t in texts]
+    for t in texts:
+        for kind, rx in D._RULES:
+            if rx.search(t):
+                assert D._gate(t, kind), kind
+    monkeypatch.setattr(D, "_gate", lambda text, kind: True)
+    assert [D.detect(t) for t in texts] == gated
+    assert D.GATES.keys() | {D.SMI} == {k for k, _ in D._RULES}
+
+
+def test_error_line_test_agrees_with_the_pattern(engine):
+    """has_errorish (re2 or literal-gated lines) answers as ERRORISH.search on every fixture, with both engines."""
+    texts = _fixture_texts()
+    assert any(S.has_errorish(t) for t in texts) and not all(S.has_errorish(t) for t in texts)
+    assert [S.has_errorish(t) for t in texts] == [bool(S.ERRORISH.search(t)) for t in texts]
+
+
+def test_channel_lines_out_of_the_common_form_keep_their_order():
+    """A channel line the fast pattern leaves (no spaces around '->': read by _TRANSPORT) still counts, in order."""
+    lines = ["nodeA:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+             "nodeA:1:2 [0] NCCL INFO Channel 01 : 0[0]->1[1] via SHM/direct/direct",
+             "nodeA:1:2 [0] NCCL WARN Cuda failure 'out of memory' via cudaMalloc",
+             "nodeB:3:4 [1] NCCL INFO Channel 02/1 : 2[1] -> 3[1] [send] via NET/IB/0/GDRDMA",
+             "[rank5]:nodeC:5:6 [1] NCCL INFO Channel 02/1 : 5[1] -> 6[1] [send] via NET/IB/1"]
+    f = nccl_log.parse_nccl_log("\n".join(lines))
+    assert f.transports == ["P2P/CUMEM/read", "SHM/direct/direct", "NET/IB/0/GDRDMA", "NET/IB/1"]
+    assert f.host_net_transports == {"nodeB": ["NET/IB/0/GDRDMA"]}  # the line parser read no host behind [rankN]:
+    assert f.warnings == ["Cuda failure 'out of memory' via cudaMalloc"]
+    assert nccl_log.parse_nccl_log("\n".join(lines[2:])).transports == ["NET/IB/0/GDRDMA", "NET/IB/1"]

@@ -63,12 +63,12 @@ def _host(line: str) -> str | None:
 
 
 # A channel line in its common form ("host:pid:tid [dev] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", also
-# behind torchrun's "[rankN]:" tee prefix), matched whole on a text of such lines each preceded by a newline: the
-# first level token is this INFO/TRACE, the message starts with "Channel " and has " -> ", and when the rest after
-# the transport holds no " via " (checked after), the transport is the first word after the last " via ", as
-# _classify reads it. Any other line with " via " goes through _classify.
+# behind torchrun's "[rankN]:" tee prefix), matched whole on a text of such lines each preceded by a newline. When
+# every such line holds one " via " and a " -> " (checked first), what it captures is what _classify reads: the first
+# level token is this INFO/TRACE, the message starts with "Channel ", and the transport is the word after " via ".
+# Any other line with " via " goes through _classify.
 _FAST_CHANNEL = re.compile(r"\n[ \t]*(\[rank\d+\]:)?(?:([^\s:]+):\d+:\d+[ \t]+\[\d+\][ \t]+)?NCCL (?:INFO|TRACE)[ \t]+"
-                           r"Channel [^\n]*? -> [^\n]* via (\S+)([^\n]*)(?=\n)")
+                           r"Channel [^\n]* via (\S+)[^\n]*")
 _DIGITS = re.compile(r"\d+")
 _ANY_LEVEL = re.compile(r"NCCL (?:INFO|WARN|TRACE)(?:\s|$)", re.M)
 _IB_FINDER = re.compile(r"NET/IB(?: : No device found|\s*:\s*Using\s*\[\d)")
@@ -137,12 +137,18 @@ def _channel_transports(t: str) -> list[tuple[str, str | None]]:
     via = [x for x in t.split("\n") if " via " in x]
     if not via:
         return []
-    parts = _FAST_CHANNEL.split("\n" + "\n".join(via) + "\n")
-    gaps = parts[0::5]
-    ranks, hosts, trs = parts[1::5], parts[2::5], parts[3::5]
-    if " via " in "\n".join(parts[4::5]):  # a later " via " than the one matched: read every line as before
-        gaps, trs = ["\n" + "\n".join(via)], []
-    elif not any(gaps[:-1]) and gaps[-1] in ("", "\n"):  # every channel line in the common form
+    joined = "\n" + "\n".join(via) + "\n"
+    if joined.count(" via ") != len(via) or not all(" -> " in x.rstrip() for x in via):
+        # lines with two " via " or no " -> " (WARN lines, odd forms): without a transport they are left out
+        odd = [x for x in via if x.count(" via ") != 1 or " -> " not in x.rstrip()]
+        if any((_classify(x) or ("", "", None))[2] for x in odd):
+            joined = ""  # one of them names a transport: read every line as before, in order
+        else:
+            joined = "\n" + "\n".join(x for x in via if x.count(" via ") == 1 and " -> " in x.rstrip()) + "\n"
+    parts = _FAST_CHANNEL.split(joined) if joined else ["\n" + "\n".join(via)]
+    gaps = parts[0::4]
+    ranks, hosts, trs = parts[1::4], parts[2::4], parts[3::4]
+    if not any(gaps[:-1]) and gaps[-1] in ("", "\n"):  # every channel line in the common form
         return [(tr, _fast_host(r, h, tr)) for tr, r, h in dict.fromkeys(zip(trs, ranks, hosts, strict=True))]
     events: list[tuple[str, str | None]] = []
     for k, gap in enumerate(gaps):  # lines the fast pattern left: read as the line parser read them
