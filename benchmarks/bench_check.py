@@ -3,9 +3,12 @@
 Generates a synthetic multi-rank NCCL_DEBUG=INFO training log of each size (INFO channel/ring/tree lines of 512
 ranks on 64 hosts, training-step lines, and one instantiated catalogue error line per ~200 kB so the matcher has
 real work), then runs ``python -m gpudoctor check FILE --json`` in a fresh process per size and reports wall time,
-MB/s and the child's peak RSS (os.wait4). Usage::
+CPU seconds (user + sys, the comparable figure on a shared machine), MB/s and the child's peak RSS (os.wait4). The
+child runs as an installed package does, with compiled bytecode (cached under a temporary PYTHONPYCACHEPREFIX after
+one untimed warm-up run), even where PYTHONDONTWRITEBYTECODE is set. ``--no-re2`` forces the stdlib engine in the
+child (google-re2 is the optional ``[fast]`` extra; CI installs only the test extras). Usage::
 
-    PYTHONPATH=. python benchmarks/bench_check.py --sizes 10,100,1000 [--gz] [--keep DIR]
+    PYTHONPATH=. python benchmarks/bench_check.py --sizes 10,100,1000 [--gz] [--keep DIR] [--no-re2]
 
 The engine in use (re2-set or literal-prefilter) is printed; see docs/benchmarks.md for the figures.
 """
@@ -62,13 +65,21 @@ def generate(path: Path, mb: int, gz: bool, seed: int = 1) -> None:
             size += len(block)
 
 
-def run(path: Path) -> dict[str, float]:
+CHILD_NO_RE2 = ("import runpy, sys; import gpudoctor.parsers.signatures as S; S._re2 = None; "
+                "sys.argv = ['gpudoctor'] + sys.argv[1:]; runpy.run_module('gpudoctor', run_name='__main__')")
+PYC = tempfile.mkdtemp(prefix="bench_check_pyc_")
+
+
+def run(path: Path, no_re2: bool = False) -> dict[str, float]:
     """One `gpudoctor check FILE --json` in a fresh process: wall and CPU seconds, peak RSS (os.wait4)."""
     root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+               PYTHONPYCACHEPREFIX=PYC)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    head = [sys.executable, "-c", CHILD_NO_RE2] if no_re2 else [sys.executable, "-m", "gpudoctor"]
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", "check", str(path), "--json"], env=env,
+        proc = subprocess.Popen(head + ["check", str(path), "--json"], env=env,
                                 stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
@@ -86,22 +97,27 @@ def main() -> None:
     ap.add_argument("--sizes", default="10,100", help="MB of (uncompressed) log per run, comma-separated")
     ap.add_argument("--gz", action="store_true", help="write the logs gzip-compressed")
     ap.add_argument("--keep", default=None, help="folder for the generated logs (default: a temporary one)")
+    ap.add_argument("--no-re2", action="store_true", help="force the stdlib engine in the child")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from gpudoctor.parsers.signatures import catalogue, engine_name
 
-    print(f"engine: {engine_name()}  signatures: {len(catalogue())}  cpus: {os.cpu_count()}  "
-          f"load: {os.getloadavg()[0]:.2f}")
+    engine = "literal-prefilter (forced)" if args.no_re2 else engine_name()
+    print(f"engine: {engine}  signatures: {len(catalogue())}  cpus: {os.cpu_count()}  "
+          f"load: {os.getloadavg()[0]:.2f}  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench_check_"))
     folder.mkdir(parents=True, exist_ok=True)
+    warm = folder / "warm-up.log"
+    warm.write_text("RuntimeError: CUDA error: out of memory\n")
+    run(warm, args.no_re2)  # compiles the bytecode
     for mb in (int(x) for x in args.sizes.split(",")):
         path = folder / f"train-{mb}MB.log{'.gz' if args.gz else ''}"
         if not path.exists():
             generate(path, mb, args.gz)
-        r = run(path)
+        r = run(path, args.no_re2)
         print(f"{mb:>6} MB{' (gz)' if args.gz else ''}: wall {r['wall_s']:7.2f} s ({mb / r['wall_s']:6.1f} MB/s)  "
               f"CPU {r['cpu_s']:7.2f} s ({mb / r['cpu_s']:6.1f} MB/CPU-s)  peak RSS {r['peak_rss_mb']:5.0f} MB  "
-              f"signatures fired {r['signatures_fired']}  rc {r['rc']}", flush=True)
+              f"signatures fired {r['signatures_fired']}  rc {r['rc']}  load {os.getloadavg()[0]:.2f}", flush=True)
         if not args.keep:
             path.unlink()
 

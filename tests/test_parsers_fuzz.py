@@ -139,9 +139,11 @@ def test_pipeline_never_raises(tmp_path_factory, a, b, c):
 # Issue 6: the parsers the table above did not reach, other text/stream readers, and a check that every module of
 # gpudoctor/parsers is fuzzed (so a new parser module cannot be added without its fuzz test).
 
+import re  # noqa: E402
+
 from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E402
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
-from gpudoctor.parsers import _text, topo, topology_text, torch_messages  # noqa: E402
+from gpudoctor.parsers import _text, hit_origin, regex_literals, topo, topology_text, torch_messages  # noqa: E402
 from gpudoctor.probes import nvml as nvml_probe  # noqa: E402
 from gpudoctor.probes import topology as topology_probe  # noqa: E402
 from gpudoctor.probes import torch_probe  # noqa: E402
@@ -183,6 +185,7 @@ HELPERS = {
     "docker_gpu_request": (commands.docker_gpu_request, ()), "looks_like_env": (detect.looks_like_env, ()),
     "normalize_bdf": (lspci.normalize_bdf, ValueError), "link_class": (topo.link_class, ()),
     "nvlink_count": (topo.nvlink_count, ()), "strip_ansi": (topo.strip_ansi, ()),
+    "origin": (hit_origin.origin, ()), "anchors": (regex_literals.anchors, re.error),
 }
 
 

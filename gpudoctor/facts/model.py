@@ -222,6 +222,12 @@ class SignatureHit(_Model):
     lines: list[str] = Field(default_factory=list, description="the first matching lines (trimmed)")
     files: list[str] = Field(default_factory=list)
     groups: dict[str, str] = Field(default_factory=dict, description="named groups of the first match")
+    ranks: list[int] = Field(default_factory=list, description="ranks the matching lines name ([rankN]: / [Rank N])")
+    hosts: list[str] = Field(default_factory=list, description="hosts of the matching NCCL lines (host:pid:tid)")
+    gpus: list[str] = Field(default_factory=list, description="GPUs of the matching lines: cuda:N@host (NCCL's "
+                            "[cudaDev]) or a PCI address (NVRM: Xid (PCI:...))")
+    first_line: int | None = Field(None, description="line number of the first match (in files[0])")
+    last_line: int | None = Field(None, description="line number of the last match (in files[-1])")
 
 
 class XidEvent(_Model):

@@ -11,7 +11,12 @@ NA = {"", "n/a", "[n/a]", "na", "none", "not supported", "[not supported]", "cou
 
 
 def clean(text: str) -> str:
-    """Normalise line ends, drop ANSI escape codes (nvidia-smi topo underlines), NULs and byte-order marks."""
+    """Normalise line ends, drop ANSI escape codes (nvidia-smi topo underlines), NULs and byte-order marks.
+
+    A text that has none of them is returned as it is (each test is one C-speed search: the parsers of a large log
+    call this on the same chunk several times)."""
+    if "\r" not in text and "\x1b" not in text and "\x00" not in text and "\ufeff" not in text:
+        return text
     return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).replace("\x00", "").replace("\ufeff", "")
 
 

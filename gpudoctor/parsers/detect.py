@@ -11,7 +11,7 @@ import json
 import re
 
 from gpudoctor.parsers.nvidia_smi import WHOLE_MESSAGE as WHOLE_SMI_MESSAGE
-from gpudoctor.parsers.signatures import ERRORISH
+from gpudoctor.parsers.signatures import has_errorish
 
 JSON = "gpudoctor-json"
 # gpudoctor's own outputs other than a saved scan report: recognised so that they are explained, never read
@@ -177,6 +177,45 @@ _RULES: list[tuple[str, re.Pattern]] = [
         ),
     ),
 ]
+#: literals of which every match of a format's pattern holds at least one: the pattern runs only where one is present
+#: (a string search is ~100x faster than a multi-line regex scan of a large text; tests/test_fast_paths.py checks
+#: each set against its pattern)
+GATES: dict[str, tuple[str, ...]] = {
+    SMI_XML: ("<nvidia_smi_log",),
+    SMI_Q: ("NVSMI LOG", "Attached GPUs", "Product Name", "Remapped Rows", "Clocks ", "FB Memory Usage",
+            "Performance State", "Persistence Mode", "Retired Pages", "ECC Errors"),
+    TOPO: ("GPU0",),
+    NVLINK: ("Link ",),
+    SMI_CSV: ("pci.bus_id", "uuid", "temperature.gpu", "clocks_event_reasons.", "clocks_throttle_reasons.",
+              "power.draw", "pcie.link.", "memory.total", "driver_version", "utilization.gpu", "ecc.errors."),
+    APPS_CSV: ("pid",),
+    MEMINFO: ("MemTotal:",),
+    SMI_L: ("GPU ",),
+    P2P: ("cudaDeviceCanAccessPeer", "can_device_access_peer"),
+    COLLECT_ENV: ("PyTorch version", "PyTorch Version", "Is debug build", "CUDA used to build PyTorch",
+                  "Is CUDA available", "GPU models and configuration", "Nvidia driver version", "cuDNN version"),
+    LSCPU: ("Architecture:",),
+    LSPCI: ("LnkCap:", "LnkSta:", "ACSCtl:", "ACSCap:", "PCI bridge:", "3D controller:", "VGA compatible controller:",
+            "Ethernet controller:", "Infiniband controller:", "Host bridge:", "Bridge:"),
+    DF: ("Filesystem",),
+    ULIMIT: ("(kbytes, -l)", "locked memory", "open files", "nofiles"),
+    DMESG: ("NVRM:", "Xid"),
+    DRIVER_VERSION: ("NVRM version",),
+    NCCL: ("NCCL ", " set by environment to"),
+    COMMAND: ("docker", "podman", "singularity", "apptainer", "enroot", "srun", "mpirun", "torchrun", "kubectl"),
+}
+_OWN_GATES = {"cvc": ("cuda-version-check", "PASS  torch ", "FAIL  torch "),
+              "format": ("<testsuites ", " gpudoctor_", "<title>gpudoctor report", "::", " LNT")}
+
+
+def _gate(text: str, kind: str) -> bool:
+    """False when no match of ``kind``'s pattern can be in ``text`` (none of its GATES literals is there)."""
+    if kind == SMI:  # its table rows hold '|'; its whole-output messages are matched at the start only (\A...\Z)
+        return "NVIDIA-SMI" in text or "|" in text or WHOLE_SMI_MESSAGE.match(text) is not None
+    lits = GATES.get(kind) or _OWN_GATES.get(kind)
+    return lits is None or any(a in text for a in lits)
+
+
 _ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -196,13 +235,13 @@ def detect(text: str) -> list[str]:
         return [_json_kind(text.strip())]
     if _GD_HEADER.search(text):
         return [GD_TEXT]
-    if _GD_CVC.search(text):
+    if _gate(text, "cvc") and _GD_CVC.search(text):
         return [GD_VERSIONCHECK]
-    if _GD_FORMAT.search(text):
+    if _gate(text, "format") and _GD_FORMAT.search(text):
         return [GD_FORMAT]
     if BUG_REPORT_MARK.search(text):  # a bundle of dumps and logs: its sections are recognised one by one
         return [BUG_REPORT]
-    kinds = [kind for kind, rx in _RULES if rx.search(text)]
+    kinds = [kind for kind, rx in _RULES if _gate(text, kind) and rx.search(text)]
     if SMI_XML in kinds:
         return [SMI_XML]
     if COLLECT_ENV in kinds and LSCPU in kinds:  # collect_env embeds lscpu; its parser reads that block
@@ -211,6 +250,6 @@ def detect(text: str) -> list[str]:
         kinds.append(ENV)
     elif not kinds and len(text) < 64 * 1024 and _PATH_VALUE.match(text):
         kinds.append(PATH_VALUE)
-    if ERRORISH.search(text) or _PY_WARNING.search(text):
+    if has_errorish(text) or _PY_WARNING.search(text):
         kinds.append(ERRORS)
     return kinds

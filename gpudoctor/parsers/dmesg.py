@@ -28,21 +28,48 @@ class KernelLog:
     joined_text: str = ""  # the whole text with NVRM continuations joined (for signature matching)
 
 
+def _is_continuation(line: str) -> bool:
+    stripped = line.strip()
+    return bool(line[:1].isspace() and stripped and not stripped.startswith("[")
+                and not ("Xid" in stripped and _XID.search(stripped)))
+
+
 def join_nvrm(text: str) -> str:
-    """Join NVRM continuation lines (a line that is only an indented ``NVRM: ...`` after another NVRM line)."""
+    """Join NVRM continuation lines (a line that is only an indented ``NVRM: ...`` after another NVRM line).
+
+    Only the lines after a line holding ``NVRM:`` are looked at (string search: a kernel log of any size, or an NCCL
+    log with a few driver lines in it, parsers/stream.py); a text with nothing to join is returned as it is.
+    """
+    t = clean(text)
+    n = len(t)
     out: list[str] = []
-    prev_nvrm = False
-    for line in clean(text).split("\n"):
-        stripped = line.strip()
-        is_cont = (prev_nvrm and line[:1].isspace() and stripped and not stripped.startswith("[")
-                   and not ("Xid" in stripped and _XID.search(stripped)))
-        if is_cont and out:
+    last = 0  # t[last:] not yet copied to out
+    p = t.find("NVRM:")
+    while p >= 0:
+        ls = t.rfind("\n", 0, p) + 1
+        le = t.find("\n", p)
+        if le < 0:
+            break
+        head, q = t[ls:le], le + 1
+        joined = False
+        while q <= n:
+            ne = t.find("\n", q)
+            ne = n if ne < 0 else ne
+            line = t[q:ne]
+            if not _is_continuation(line):
+                break
+            stripped = line.strip()
             rest = stripped[len("NVRM:"):].strip() if stripped.startswith("NVRM:") else stripped
-            out[-1] = out[-1].rstrip() + " " + rest
-            continue
-        out.append(line)
-        prev_nvrm = "NVRM:" in line
-    return "\n".join(out)
+            head = head.rstrip() + " " + rest
+            joined, q = True, ne + 1
+        if joined:
+            out += [t[last:ls], head]
+            last = q - 1  # the newline before the next line (or the end)
+        p = t.find("NVRM:", q)
+    if not out:
+        return t
+    out.append(t[last:])
+    return "".join(out)
 
 
 def parse_kernel_log(text: str) -> KernelLog:
@@ -52,9 +79,12 @@ def parse_kernel_log(text: str) -> KernelLog:
     """
     joined = join_nvrm(text)
     log = KernelLog(joined_text=joined)
-    for line in joined.split("\n"):
-        if "NVRM:" not in line:  # cheap test first: kernel logs of any size (parsers/stream.py)
-            continue
+    p = joined.find("NVRM:")  # only the lines that hold it (string search: kernel logs of any size)
+    while p >= 0:
+        ls = joined.rfind("\n", 0, p) + 1
+        le = joined.find("\n", p)
+        le = len(joined) if le < 0 else le
+        line = joined[ls:le]
         x = _XID.search(line) if "Xid" in line else None
         if x:
             bus = x.group(1).rstrip(":")
@@ -62,6 +92,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         m = _NVRM.search(line)
         if m:
             log.messages.append(clip("NVRM: " + m.group(1).strip(), 400))
+        p = joined.find("NVRM:", le)
     if not log.messages and not log.xids:
         raise ParseError("no NVRM or Xid line")
     return log

@@ -62,82 +62,194 @@ def _host(line: str) -> str | None:
     return m.group(1) if m else None
 
 
+# A channel line in its common form ("host:pid:tid [dev] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", also
+# behind torchrun's "[rankN]:" tee prefix), matched whole on a text of such lines each preceded by a newline. When
+# every such line holds one " via " and a " -> " (checked first), what it captures is what _classify reads: the first
+# level token is this INFO/TRACE, the message starts with "Channel ", and the transport is the word after " via ".
+# Any other line with " via " goes through _classify.
+_FAST_CHANNEL = re.compile(r"\n[ \t]*(\[rank\d+\]:)?(?:([^\s:]+):\d+:\d+[ \t]+\[\d+\][ \t]+)?NCCL (?:INFO|TRACE)[ \t]+"
+                           r"Channel [^\n]* via (\S+)[^\n]*")
+_DIGITS = re.compile(r"\d+")
+_ANY_LEVEL = re.compile(r"NCCL (?:INFO|WARN|TRACE)(?:\s|$)", re.M)
+_IB_FINDER = re.compile(r"NET/IB(?: : No device found|\s*:\s*Using\s*\[\d)")
+_NRANKS_FINDER = re.compile(r"nranks", re.IGNORECASE)
+
+
+def _classify(raw: str) -> tuple[str, str, str | None] | None:
+    """What the line-by-line parser made of one line: None (no 'NCCL'), ('', line, None) without a level,
+    (level, message, transport) otherwise; the transport is set for channel lines only (level 'T')."""
+    if "NCCL" not in raw:
+        return None
+    line = raw.strip()
+    found = _level(line)
+    if found is None:
+        return "", line, None
+    lvl, msg = found
+    if lvl != "WARN" and " via " in msg and "Channel" in msg:
+        tr = _transport(msg)
+        if tr:
+            return "T", msg, tr
+    return lvl, msg, None
+
+
+class _Lines:
+    """The lines of a text that contain a literal (or a finder's match), in order, classified once each."""
+
+    def __init__(self, t: str):
+        self.t = t
+        self._cls: dict[int, tuple[str, str, str | None] | None] = {}
+
+    def _span(self, pos: int) -> tuple[int, int]:
+        t = self.t
+        end = t.find("\n", pos)
+        return t.rfind("\n", 0, pos) + 1, len(t) if end < 0 else end
+
+    def find(self, what: str | re.Pattern[str], reverse: bool = False):
+        """(line, classification) of each line holding ``what``, first to last (last to first when ``reverse``)."""
+        t = self.t
+        spans: list[tuple[int, int]] = []
+        pos = 0
+        while True:
+            if isinstance(what, str):
+                p = t.find(what, pos)
+            else:
+                m = what.search(t, pos)
+                p = -1 if m is None else m.start()
+            if p < 0:
+                break
+            ls, le = self._span(p)
+            if not reverse:
+                yield t[ls:le], self.classify(ls, le)
+            else:
+                spans.append((ls, le))
+            pos = le + 1
+        for ls, le in reversed(spans):
+            yield t[ls:le], self.classify(ls, le)
+
+    def classify(self, ls: int, le: int) -> tuple[str, str, str | None] | None:
+        if ls not in self._cls:
+            self._cls[ls] = _classify(self.t[ls:le])
+        return self._cls[ls]
+
+
+def _channel_transports(t: str) -> list[tuple[str, str | None]]:
+    """(transport, host) of every channel line in order; host only where the line-by-line parser read one."""
+    via = [x for x in t.split("\n") if " via " in x]
+    if not via:
+        return []
+    joined = "\n" + "\n".join(via) + "\n"
+    if joined.count(" via ") != len(via) or not all(" -> " in x.rstrip() for x in via):
+        # lines with two " via " or no " -> " (WARN lines, odd forms): without a transport they are left out
+        odd = [x for x in via if x.count(" via ") != 1 or " -> " not in x.rstrip()]
+        if any((_classify(x) or ("", "", None))[2] for x in odd):
+            joined = ""  # one of them names a transport: read every line as before, in order
+        else:
+            joined = "\n" + "\n".join(x for x in via if x.count(" via ") == 1 and " -> " in x.rstrip()) + "\n"
+    parts = _FAST_CHANNEL.split(joined) if joined else ["\n" + "\n".join(via)]
+    gaps = parts[0::4]
+    ranks, hosts, trs = parts[1::4], parts[2::4], parts[3::4]
+    if not any(gaps[:-1]) and gaps[-1] in ("", "\n"):  # every channel line in the common form
+        return [(tr, _fast_host(r, h, tr)) for tr, r, h in dict.fromkeys(zip(trs, ranks, hosts, strict=True))]
+    events: list[tuple[str, str | None]] = []
+    for k, gap in enumerate(gaps):  # lines the fast pattern left: read as the line parser read them
+        for raw in gap.split("\n")[1:] if gap else ():
+            c = _classify(raw)
+            if c is not None and c[2]:
+                events.append((c[2], _host(raw.strip()) if c[2].startswith("NET/") else None))
+        if k < len(trs):
+            events.append((trs[k], _fast_host(ranks[k], hosts[k], trs[k])))
+    return events
+
+
+def _fast_host(rank: str | None, host: str | None, tr: str) -> str | None:
+    """The host _host reads from a line _FAST_CHANNEL matched (NET/ transports only)."""
+    if not tr.startswith("NET/"):
+        return None
+    if rank:  # _PREFIX then reads "[rankN]" as the host, and only when digits follow it
+        return rank[:-1] if host and _DIGITS.fullmatch(host) else None
+    return host
+
+
 def parse_nccl_log(text: str) -> NcclLogFacts:
     """Parse NCCL debug output. Raises ParseError when no 'NCCL INFO/WARN' line (nor 'NCCL version') is present.
 
-    Each line is dispatched by cheap substring tests before any regular expression runs (a 512-rank INFO log is
-    gigabytes; see docs/benchmarks.md); the facts are those of the line-by-line regexes above.
+    The facts are those of a line-by-line reading (_classify, one line at a time, in order); each fact is read from
+    only the lines that hold its key phrase, found by string search, and the channel lines (most of a 512-rank INFO
+    log, gigabytes: docs/benchmarks.md) by one regular expression over them all.
     """
     f = NcclLogFacts()
+    t = clean(text)
+    lines = _Lines(t)
     seen = False
-    transports: list[str] = []
-    for raw in clean(text).split("\n"):
-        if "NCCL" not in raw:
+    for line, _c in lines.find("NCCL version"):
+        v = _VERSION.search(line.strip())
+        if v:
+            f.version = v.group(1)
+            seen = True
+            break
+    for _line, c in lines.find("WARN"):
+        if c and c[0] == "WARN":
+            if len(f.warnings) >= MAX_WARN:
+                break
+            f.warnings.append(clip(c[1], 300))
+    for _line, c in lines.find("set by environment"):
+        if c is None or c[0] in ("WARN", "T"):
             continue
-        line = raw.strip()
-        if "NCCL version" in line:
-            v = _VERSION.search(line)
-            if v and f.version is None:
-                f.version = v.group(1)
-                seen = True
-        found = _level(line)
-        if found is None:
-            if "set by environment" in line:
-                e = _ENV.match(line)  # a quoted INFO line without its 'host:pid:tid [n] NCCL INFO' prefix
-                if e:
-                    f.env_set[e.group(1)] = e.group(2)
-                    seen = True
-            continue
-        seen = True
-        lvl, msg = found
-        if lvl == "WARN":
-            if len(f.warnings) < MAX_WARN:
-                f.warnings.append(clip(msg, 300))
-            continue
-        if " via " in msg and "Channel" in msg:
-            tr = _transport(msg)
-            if tr:
-                if tr not in transports:
-                    transports.append(tr)
-                host = _host(line) if tr.startswith("NET/") else None
-                if host:
-                    lst = f.host_net_transports.setdefault(host, [])
-                    if tr not in lst:
-                        lst.append(tr)
-                continue
-        if msg.startswith("cudaDriverVersion"):
-            n = _NUM.search(msg)
-            if n:
-                num = int(n.group(1))
-                f.cuda_driver_version = f"{num // 1000}.{num % 1000 // 10}"
-        if "NET/IB" in msg:
-            if "NET/IB : No device found" in msg:
-                f.ib_device_found = False
-            elif _IB_USING.search(msg):
-                f.ib_device_found = True
-        if msg.startswith("Using network"):
-            u = _NET.match(msg)
-            if u:
-                f.net = u.group(1)
-        if "GPU Direct RDMA Disabled" in msg:
-            g = _GDR_OFF.search(msg)
-            if g and g.group(1) not in f.gdr_disabled_hcas:
-                f.gdr_disabled_hcas.append(g.group(1))
-        if "set by environment" in msg:
-            e = _ENV.match(msg)
+        if "set by environment" in c[1]:
+            e = _ENV.match(c[1])
             if e:
                 f.env_set[e.group(1)] = e.group(2)
-        if f.nranks is None and "nranks" in msg.lower():
-            r = _NRANKS.search(msg)
-            if r:
-                f.nranks = int(r.group(1))
-        if "nvls channels" in msg:
-            c = _NVLS.search(msg)
-            if c:
-                f.nvls_channels = int(c.group(1))
-        if "Init COMPLETE" in msg:
-            f.init_complete = True
+                seen = seen or c[0] == ""
+
+    def msgs(what: str | re.Pattern[str], reverse: bool = False):
+        for _line, c in lines.find(what, reverse):
+            if c is not None and c[0] in ("INFO", "TRACE"):
+                yield c[1]
+
+    for msg in msgs("cudaDriverVersion", reverse=True):
+        n = _NUM.search(msg) if msg.startswith("cudaDriverVersion") else None
+        if n:
+            num = int(n.group(1))
+            f.cuda_driver_version = f"{num // 1000}.{num % 1000 // 10}"
+            break
+    for msg in msgs(_IB_FINDER, reverse=True):
+        if "NET/IB : No device found" in msg:
+            f.ib_device_found = False
+            break
+        if "NET/IB" in msg and _IB_USING.search(msg):
+            f.ib_device_found = True
+            break
+    for msg in msgs("Using network", reverse=True):
+        u = _NET.match(msg) if msg.startswith("Using network") else None
+        if u:
+            f.net = u.group(1)
+            break
+    for msg in msgs("GPU Direct RDMA Disabled"):
+        g = _GDR_OFF.search(msg)
+        if g and g.group(1) not in f.gdr_disabled_hcas:
+            f.gdr_disabled_hcas.append(g.group(1))
+    for msg in msgs(_NRANKS_FINDER):
+        r = _NRANKS.search(msg) if "nranks" in msg.lower() else None
+        if r:
+            f.nranks = int(r.group(1))
+            break
+    for msg in msgs("nvls channels", reverse=True):
+        c2 = _NVLS.search(msg)
+        if c2:
+            f.nvls_channels = int(c2.group(1))
+            break
+    f.init_complete = any("Init COMPLETE" in m for m in msgs("Init COMPLETE"))
+    events = _channel_transports(t)
+    for tr, host in dict.fromkeys(events):
+        if tr not in f.transports:
+            f.transports.append(tr)
+        if host:
+            lst = f.host_net_transports.setdefault(host, [])
+            if tr not in lst:
+                lst.append(tr)
+    seen = seen or bool(events) or bool(f.warnings) or _ANY_LEVEL.search(t) is not None
+    if not seen and ("NCCL\t" in t or "NCCL  " in t):  # unusual spacing: the line parser's regex decides
+        seen = any((_classify(x) or ("",))[0] != "" for x in t.split("\n") if "NCCL" in x)
     if not seen:
         raise ParseError("no 'NCCL INFO' / 'NCCL WARN' line")
-    f.transports = transports
     return f

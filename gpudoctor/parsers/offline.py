@@ -57,6 +57,7 @@ class Collected:
     commands: list[str] = field(default_factory=list)
     peer: dict[str, bool] = field(default_factory=dict)
     lines: int = 0
+    line_base: int = 0  # lines of the current input before the chunk being parsed (parsers/stream.py)
     base: Snapshot | None = None
     extra_sections: list[tuple[str, Any, str]] = field(default_factory=list)
     topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
@@ -177,7 +178,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     failures, parsed = fp.failures, fp.parsed
     sig_text = text if fp.sig_text is None else fp.sig_text
     spans: list[tuple[int, int]] = []
-    hits = match_signatures(sig_text, file=path, spans=spans)
+    hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base)
     col.hits += hits
     col.lines += sig_text.count("\n") + 1
     if {D.ERRORS, D.DMESG, D.NCCL} & set(kinds) and set(kinds) <= LOG_KINDS:  # not inside structured dumps

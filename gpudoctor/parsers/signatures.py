@@ -20,6 +20,8 @@ from typing import Any
 
 from gpudoctor.facts.model import SignatureHit
 from gpudoctor.parsers._text import clean, clip
+from gpudoctor.parsers.hit_origin import Spread, finish, line_numbers, merge_hits  # noqa: F401 (merge_hits re-exported)
+from gpudoctor.parsers.regex_literals import MIN_ANCHOR, anchors  # noqa: F401 (re-exported)
 
 try:  # optional: google-re2 (pip install gpudoctor[fast]); measured ~100x faster prefilter on large logs
     import re2 as _re2  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -29,10 +31,9 @@ except ImportError:  # pragma: no cover - depends on the environment
 MAX_LINES = 3
 MAX_LINE_CHARS = 300
 MAX_COUNT = 10000   # matches counted per signature and text
-BLOCK = 1 << 20     # prefilter block (characters)
-SUB_BLOCK = 1 << 16  # regex block inside a block the prefilter passed
+BLOCK = 1 << 17     # prefilter block (characters): 128 KiB measured fastest (docs/benchmarks.md)
+SUB_BLOCK = 1 << 16  # block of the explains / error-line scans
 OVERLAP = 4096      # a match may run this far past its block's end (multi-line messages)
-MIN_ANCHOR = 4
 ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|(?i:\berror:|\bfailed\b|\bfatal\b"
                       r"|\bWARN(?:ING)?\b|Permission denied|\bunable to\b|\bcannot\b|\bcan't\b|\btimed out\b"
                       r"|\bAssertion\b|\bnot (?:found|available|detected)\b)")
@@ -42,6 +43,12 @@ _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "war
 # a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
 _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(most recent call last\)"
                     r"|return |\w+ = |Last error:\s*$|>>> )|\bNCCL INFO\b")
+
+
+def _re2_form(rx: str) -> str:
+    """A signature regex as re2 reads it like Python's re with MULTILINE: look-arounds dropped (re2 has none: a
+    superset, Python's re decides) and ``(?m)`` so that ^ and $ match at line ends, as they do in Python."""
+    return "(?m)" + re.sub(r"\(\?<?[!=][^()]*\)", "", rx)
 
 
 @functools.cache
@@ -75,46 +82,13 @@ def _evidence(text: str, m: re.Match) -> str:
     return clip(" ".join(line.split()), MAX_LINE_CHARS, focus=before)
 
 
-def _seq_anchor(items: list[tuple[Any, Any]]) -> str:
-    """The longest run of literal characters in a parsed regex sequence (lower-cased)."""
-    from re import _parser as sre  # type: ignore[attr-defined]
-
-    best = cur = ""
-    for op, av in items:
-        if op is sre.LITERAL:
-            cur += chr(av)
-            continue
-        if op is sre.SUBPATTERN and all(o is sre.LITERAL for o, _ in av[3]) and list(av[3]):
-            cur += "".join(chr(a) for _, a in av[3])
-            continue
-        best = max(best, cur, key=len)
-        cur = ""
-    return max(best, cur, key=len).lower()
-
-
-def anchors(regex: str) -> list[str] | None:
-    """Literals of which every match of ``regex`` contains at least one (one per top-level alternative), or
-    None when an alternative has no literal of MIN_ANCHOR characters (the regex then always runs)."""
-    from re import _parser as sre  # type: ignore[attr-defined]
-
-    items = list(sre.parse(regex, re.IGNORECASE))
-    branches = items[0][1][1] if len(items) == 1 and items[0][0] is sre.BRANCH else [items]
-    out = []
-    for b in branches:
-        a = _seq_anchor(list(b))
-        if len(a.strip()) < MIN_ANCHOR:
-            return None
-        out.append(a)
-    return out
-
-
 class _Engine:
     """The prefilter and the Python patterns of one catalogue."""
 
     def __init__(self, entries: tuple[tuple[str, str], ...]):
         self.ids = [sid for sid, _ in entries]
         self.pattern = [rx for _, rx in entries]
-        self.rx = [rx for _, rx in compiled(entries)]
+        self._rx: dict[int, re.Pattern[str]] = {}  # compiled when first a candidate (most never are in a log)
         self._re2_cache: dict[int, Any] = {}
         self.always: list[int] = []
         self.set: Any = None
@@ -127,7 +101,7 @@ class _Engine:
             self.set_index: list[int] = []
             for i, (_, rx) in enumerate(entries):
                 try:  # re2 has no look-around: drop it (a superset; Python re decides)
-                    rset.Add(re.sub(r"\(\?<?[!=][^()]*\)", "", rx))
+                    rset.Add(_re2_form(rx))
                     self.set_index.append(i)
                 except Exception:
                     self.always.append(i)
@@ -152,12 +126,18 @@ class _Engine:
                     if s0 + m2.start() >= s1:
                         return
                     ls = max(pos, t.rfind("\n", 0, s0 + m2.start()) + 1)
-                    m = self.rx[i].search(t, ls, min(stop, s0 + m2.end() + 1))
+                    le = t.find("\n", s0 + m2.end())  # re-match up to the end of re2's last line (not into the next:
+                    m = self.rx(i).search(t, ls, stop if le < 0 or le > stop else le)  # '$' holds at endpos)
                     if m is not None:
                         pos = m.end()
                         yield m
                 return
-        yield from self.rx[i].finditer(t, s0, stop)
+        yield from self.rx(i).finditer(t, s0, stop)
+
+    def rx(self, i: int) -> re.Pattern[str]:
+        if i not in self._rx:
+            self._rx[i] = re.compile(self.pattern[i], re.IGNORECASE | re.MULTILINE)
+        return self._rx[i]
 
     def _re2_pattern(self, i: int) -> Any:
         if i not in self._re2_cache:
@@ -165,7 +145,7 @@ class _Engine:
             opts.case_sensitive = False
             opts.never_capture = True
             try:
-                self._re2_cache[i] = _re2.compile(re.sub(r"\(\?<?[!=][^()]*\)", "", self.pattern[i]).encode(), opts)
+                self._re2_cache[i] = _re2.compile(_re2_form(self.pattern[i]).encode(), opts)
             except Exception:
                 self._re2_cache[i] = None
         return self._re2_cache[i]
@@ -194,19 +174,25 @@ def engine_name(entries: list[dict[str, Any]] | None = None) -> str:
     return _engine(tuple((e["id"], e["regex"]) for e in entries)).name
 
 
-def _find_all(rx: re.Pattern[str], t: str) -> Iterator[tuple[int, int]]:
-    """Spans of all matches of ``rx`` in ``t``; 64 KiB blocks without any of its literals are skipped."""
+def _find_all(rx: re.Pattern[str], t: str, low: str | None = None) -> Iterator[tuple[int, int]]:
+    """Spans of all matches of ``rx`` in ``t``; 64 KiB blocks without any of its literals are skipped.
+
+    ``low``: ``t.lower()`` when the caller has it (as long as ``t``)."""
     lits = anchors(rx.pattern)
     if lits is None or len(t) <= SUB_BLOCK:
         yield from ((m.start(), m.end()) for m in rx.finditer(t))
         return
     n = len(t)
+    low = t.lower() if low is None or len(low) != n else low
+    if len(low) != n:  # lower-casing changed the length (rare characters): no skipping
+        yield from ((m.start(), m.end()) for m in rx.finditer(t))
+        return
     last_end = -1
     for b0, b1 in _blocks(t, SUB_BLOCK):
-        low = t[b0:min(n, b1 + OVERLAP)].lower()
-        if not any(a in low for a in lits):
+        end = min(n, b1 + OVERLAP)
+        if not any(low.find(a, b0, end) >= 0 for a in lits):
             continue
-        for m in rx.finditer(t, b0, min(n, b1 + OVERLAP)):
+        for m in rx.finditer(t, b0, end):
             if m.start() >= b1:
                 break
             if m.start() >= last_end:
@@ -230,8 +216,10 @@ def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[t
 
 
 def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
-                     spans: list[tuple[int, int]] | None = None) -> list[SignatureHit]:
-    """Every catalogue entry that matches ``text``, with its count, first matching lines and named groups.
+                     spans: list[tuple[int, int]] | None = None, line_base: int = 0) -> list[SignatureHit]:
+    """Every catalogue entry that matches ``text``, with its count, first matching lines, named groups, and the ranks,
+    hosts and GPUs its lines name with the line numbers of its first and last match (parsers/hit_origin.py;
+    ``line_base``: lines of the same file before ``text``, for a chunk of a large input).
 
     ``spans`` (optional, out) receives the (start, end) character spans of all matches, so that
     :func:`unexplained_error_lines` can skip lines a signature explains.
@@ -240,47 +228,48 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     t = clean(text)
     eng = _engine(tuple((e["id"], e["regex"]) for e in entries))
     explains = _explains(entries)
-    state: dict[int, tuple[list[int], list[str], dict[str, str]]] = {}  # index -> ([count], lines, groups)
+    state: dict[int, tuple[list[int], list[str], dict[str, str], Spread]] = {}  # index -> ([count], lines, groups,
+    # where)
     last: dict[int, re.Match[str]] = {}
     n = len(t)
-    for b0, b1 in _blocks(t, BLOCK):
-        cands = eng.candidates(t[b0:min(n, b1 + OVERLAP)])
-        if not cands:
-            continue
-        subs = _blocks(t, SUB_BLOCK, b0, b1) if b1 - b0 > SUB_BLOCK else [(b0, b1)]
-        for s0, s1 in subs:
-            here = eng.candidates(t[s0:min(n, s1 + OVERLAP)]) if len(subs) > 1 else cands
-            for i in here:
-                st = state.get(i)
-                if st is not None and st[0][0] >= MAX_COUNT:
-                    continue
-                prev_end = last[i].end() if i in last else -1
-                for m in eng.finditer(i, t, s0, s1, min(n, s1 + OVERLAP)):
-                    if m.start() >= s1:
-                        break
-                    if m.start() < prev_end:
-                        continue  # already counted from the previous block's overlap
-                    if i in last and "\n" not in t[last[i].end():m.start()]:
-                        last[i] = m
-                        continue  # a second match on the same line: one occurrence
-                    if st is None:
-                        st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None})
-                    st[0][0] += 1
+    for s0, s1 in _blocks(t, BLOCK):
+        stop = min(n, s1 + OVERLAP)
+        for i in eng.candidates(t[s0:stop]):
+            st = state.get(i)
+            if st is not None and st[0][0] >= MAX_COUNT:
+                continue
+            prev_end = last[i].end() if i in last else -1
+            for m in eng.finditer(i, t, s0, s1, stop):
+                if m.start() >= s1:
+                    break
+                if m.start() < prev_end:
+                    continue  # already counted from the previous block's overlap
+                if i in last and "\n" not in t[last[i].end():m.start()]:
                     last[i] = m
-                    if spans is not None:
-                        spans.append((m.start(), m.end()))
-                    ev = _evidence(t, m)
-                    if len(st[1]) < MAX_LINES and ev not in st[1]:
-                        st[1].append(ev)
-                    if st[0][0] >= MAX_COUNT:
-                        break
+                    continue  # a second match on the same line: one occurrence
+                if st is None:
+                    st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None}, Spread())
+                st[0][0] += 1
+                last[i] = m
+                if spans is not None:
+                    spans.append((m.start(), m.end()))
+                st[3].add(t, m.start(), t.rfind("\n", 0, m.start()) + 1)
+                ev = _evidence(t, m)
+                if len(st[1]) < MAX_LINES and ev not in st[1]:
+                    st[1].append(ev)
+                if st[0][0] >= MAX_COUNT:
+                    break
     hits = []
+    low: str | None = None
+    numbers = line_numbers(t, [p for st in state.values() for p in (st[3].first, st[3].last)], line_base)
     for i in sorted(state):
-        count, lines, groups = state[i]
+        count, lines, groups, spread = state[i]
         sid = eng.ids[i]
         if spans is not None and sid in explains:  # follow-on lines of the same failure
-            spans.extend(_find_all(explains[sid], t))
+            low = t.lower() if low is None and len(t) > SUB_BLOCK else low
+            spans.extend(_find_all(explains[sid], t, low))
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
+        finish(hits[-1], spread, t, line_base, numbers)
     return hits
 
 
@@ -327,8 +316,8 @@ def _errorish_line_starts(t: str) -> Iterator[int]:
     """Start offsets of the lines of ``t`` that ERRORISH matches, in order (possibly repeated).
 
     With re2: a 64 KiB block is searched by re2; on an ASCII block its matches give the lines directly (Python's
-    ERRORISH then confirms each line), else Python's ERRORISH scans the block. Without re2: blocks without any
-    error literal are skipped and Python's ERRORISH scans the rest."""
+    ERRORISH then confirms each line), else Python's ERRORISH scans the block. Without re2: only the lines that hold
+    one of ERRORISH's literals (string search in the lower-cased block) are searched by ERRORISH."""
     pre = _errorish_prefilter()
     rx2 = _errorish_re2()
     for b0, b1 in _blocks(t, SUB_BLOCK):
@@ -344,8 +333,35 @@ def _errorish_line_starts(t: str) -> Iterator[int]:
                 if ERRORISH.search(block, ls, le):
                     yield b0 + ls
             continue
+        low = block.lower()
+        if len(low) == len(block):
+            for ls in literal_lines(block, low, _ERRORISH_LITERALS):
+                le = block.find("\n", ls)
+                if ERRORISH.search(block, ls, len(block) if le < 0 else le):
+                    yield b0 + ls
+            continue
         for m in ERRORISH.finditer(t, b0, b1):
             yield t.rfind("\n", 0, m.start()) + 1
+
+
+def literal_lines(t: str, low: str, literals: Iterable[str]) -> list[int]:
+    """Sorted start offsets of the lines of ``t`` whose lower-cased text (``low``, as long as ``t``) holds any of
+    ``literals`` (lower-case, without newlines)."""
+    starts: set[int] = set()
+    for a in literals:
+        p = low.find(a)
+        while p >= 0:
+            starts.add(t.rfind("\n", 0, p) + 1)
+            le = t.find("\n", p)
+            if le < 0:
+                break
+            p = low.find(a, le + 1)
+    return sorted(starts)
+
+
+def has_errorish(text: str) -> bool:
+    """Whether ERRORISH matches anywhere in ``text`` (the same answer as ``ERRORISH.search``, found faster)."""
+    return next(iter(_errorish_line_starts(text)), None) is not None
 
 
 @functools.cache
@@ -376,21 +392,3 @@ def _errorish_prefilter() -> Any:
         return any(a in low for a in _ERRORISH_LITERALS)
 
     return literal_test
-
-
-def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
-    """Combine hits of the same signature from several files (counts summed, first lines kept)."""
-    by_id: dict[str, SignatureHit] = {}
-    for h in hits:
-        if h.id not in by_id:
-            by_id[h.id] = h.model_copy(deep=True)
-            continue
-        cur = by_id[h.id]
-        cur.count += h.count
-        for line in h.lines:
-            if len(cur.lines) < MAX_LINES and line not in cur.lines:
-                cur.lines.append(line)
-        for f in h.files:
-            if f not in cur.files:
-                cur.files.append(f)
-    return sorted(by_id.values(), key=lambda h: h.id)

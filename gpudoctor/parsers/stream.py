@@ -130,6 +130,8 @@ def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, pa
         kinds += [c for c in carried if c not in kinds]
         carried += [c for c in kinds if c in (D.NCCL, D.DMESG, D.ERRORS) and c not in carried]
         errors.append(parse_file(name, text, col, kinds))
+        col.line_base += raw.count(b"\n")
+    col.line_base = 0
     _merge_inputs(col, n_inputs)
     ok = [e for e in errors if e is None]
     return None if ok else next((e for e in errors if e), None)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gpudoctor.compat import data
 from gpudoctor.parsers.commands import docker_gpu_request
+from gpudoctor.parsers.hit_origin import describe
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, define, rule
 
 if TYPE_CHECKING:
@@ -179,8 +180,7 @@ def _register_signature(entry: dict) -> None:
             if hit.id == sid:
                 if _suppressed(entry, hit_ids)[0]:
                     return  # a follow-on: the cause's finding lists it
-                where = f" ({hit.count} match{'es' * (hit.count != 1)} in {', '.join(hit.files)})" if hit.files else ""
-                ev = [f"matched{where}:"] + [f"  {line}" for line in hit.lines]
+                ev = [f"matched ({describe(hit)}):"] + [f"  {line}" for line in hit.lines]
                 concl = _conclusion(entry, hit.groups)
                 if concl:
                     ev.insert(0, concl)
@@ -189,6 +189,8 @@ def _register_signature(entry: dict) -> None:
                 for f in follow:
                     ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
                 yield ctx.finding(ev, data={"count": hit.count, "files": hit.files, "groups": hit.groups,
+                                            "ranks": hit.ranks, "hosts": hit.hosts, "gpus": hit.gpus,
+                                            "first_line": hit.first_line, "last_line": hit.last_line,
                                             "conclusion": concl, "follow_on": [f.id for f in follow]})
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"

@@ -1,0 +1,162 @@
+"""Where the matches of one signature came from: ranks, hosts, GPUs and line numbers (issue 14, root cause first).
+
+A multi-rank log repeats the same failure on many ranks; the finding says on which ranks, hosts and GPUs, how often
+and between which lines, instead of listing the first three copies. The origin is read from the line's prefix where
+it carries one:
+
+* torchrun's ``--tee`` output: every line of rank N starts ``[rankN]:`` (torch.distributed.elastic's log line prefix);
+* NCCL's debug lines: ``[timestamp] host:pid:tid [cudaDev] NCCL INFO|WARN ...`` (NVIDIA/nccl src/debug.cc: the
+  optional NCCL_DEBUG_TIMESTAMP_FORMAT stamp, then ``"%s:%d:%d "`` hostname, pid, tid, then ``"[%d] "`` the CUDA
+  device of the calling thread);
+* c10d's ProcessGroupNCCL messages: ``[Rank N]`` or ``[PG ID 0 PG GUID 0(default_pg) Rank N]`` (its log prefix);
+* kernel log lines: ``NVRM: Xid (PCI:0000:3b:00): ...`` and ``NVRM: GPU at PCI:0000:3b:00`` (the GPU's PCI address).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from gpudoctor.facts.model import SignatureHit
+
+MAX_LINES = 3
+MAX_DISTINCT = 4096  # ranks / hosts / GPUs kept per signature
+_TEE = re.compile(r"\[rank(\d+)\]:[ \t]*")
+_NCCL = re.compile(r"(?:\[[^\]\n]{1,64}\][ \t]*)?([^\s:\[\]]+):\d+:\d+[ \t]+\[(\d+)\][ \t]")
+_C10D = re.compile(r"\[(?:PG [^\]\n]{0,120}?)?Rank (\d+)\]")
+_PCI = re.compile(r"NVRM: (?:Xid \(PCI:|GPU at PCI:)([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
+
+
+def origin(line: str) -> tuple[int | None, str | None, str | None]:
+    """(rank, host, GPU) that a log line names in its prefix; None for each it does not name.
+
+    The GPU is ``cuda:N@host`` for an NCCL line (the calling thread's device on that host) or the PCI address of a
+    kernel line."""
+    rank: int | None = None
+    pos = 0
+    m = _TEE.match(line)
+    if m:
+        rank, pos = int(m.group(1)), m.end()
+    host = gpu = None
+    n = _NCCL.match(line, pos)
+    if n:
+        host, gpu = n.group(1), f"cuda:{n.group(2)}@{n.group(1)}"
+    if rank is None and "Rank " in line:
+        c = _C10D.search(line)
+        if c:
+            rank = int(c.group(1))
+    if gpu is None and "NVRM: " in line:
+        p = _PCI.search(line)
+        if p:
+            gpu = p.group(1).lower()
+    return rank, host, gpu
+
+
+class Spread:
+    """The origins and first/last offsets of one signature's matches in one text (offsets are character indexes)."""
+
+    __slots__ = ("ranks", "hosts", "gpus", "first", "last")
+
+    def __init__(self) -> None:
+        self.ranks: dict[int, None] = {}
+        self.hosts: dict[str, None] = {}
+        self.gpus: dict[str, None] = {}
+        self.first = self.last = -1
+
+    def add(self, t: str, start: int, line_start: int) -> None:
+        if self.first < 0:
+            self.first = start
+        self.last = start
+        rank, host, gpu = origin(t[line_start:line_start + 400])
+        for seen, v in ((self.ranks, rank), (self.hosts, host), (self.gpus, gpu)):
+            if v is not None and len(seen) < MAX_DISTINCT:
+                seen[v] = None  # type: ignore[index]
+
+
+def line_numbers(t: str, offsets: Iterable[int], base: int = 0) -> dict[int, int]:
+    """1-based line number (plus ``base`` lines before ``t``) of each character offset, in one pass over ``t``."""
+    out: dict[int, int] = {}
+    line, pos = base + 1, 0
+    for off in sorted(set(offsets)):
+        line += t.count("\n", pos, off)
+        pos = off
+        out[off] = line
+    return out
+
+
+def finish(hit: SignatureHit, spread: Spread, t: str, base: int, numbers: dict[int, int]) -> None:
+    """Copy ``spread`` into ``hit`` (line numbers from :func:`line_numbers`)."""
+    hit.ranks = sorted(spread.ranks)
+    hit.hosts = list(spread.hosts)
+    hit.gpus = list(spread.gpus)
+    if spread.first >= 0:
+        hit.first_line, hit.last_line = numbers[spread.first], numbers[spread.last]
+
+
+def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
+    """Combine hits of the same signature from several files or chunks (counts summed, first lines kept, ranks /
+    hosts / GPUs united, the first line of the first and the last line of the last)."""
+    by_id: dict[str, SignatureHit] = {}
+    for h in hits:
+        if h.id not in by_id:
+            by_id[h.id] = h.model_copy(deep=True)
+            continue
+        cur = by_id[h.id]
+        cur.count += h.count
+        for line in h.lines:
+            if len(cur.lines) < MAX_LINES and line not in cur.lines:
+                cur.lines.append(line)
+        for f in h.files:
+            if f not in cur.files:
+                cur.files.append(f)
+        cur.ranks = sorted(set(cur.ranks) | set(h.ranks))[:MAX_DISTINCT]
+        cur.hosts += [x for x in h.hosts if x not in cur.hosts][:max(0, MAX_DISTINCT - len(cur.hosts))]
+        cur.gpus += [x for x in h.gpus if x not in cur.gpus][:max(0, MAX_DISTINCT - len(cur.gpus))]
+        if cur.first_line is None:
+            cur.first_line = h.first_line
+        if h.last_line is not None:
+            cur.last_line = h.last_line
+    return sorted(by_id.values(), key=lambda h: h.id)
+
+
+def _ranges(nums: list[int]) -> str:
+    """'0-3, 7, 9-10' for [0, 1, 2, 3, 7, 9, 10]."""
+    out: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def _names(items: list[str], limit: int = 8) -> str:
+    head = ", ".join(items[:limit])
+    return head + (f" … ({len(items)} in all)" if len(items) > limit else "")
+
+
+def describe(hit: SignatureHit) -> str:
+    """'on ranks 3, 7 (hosts nodeA, nodeB; GPUs cuda:3@nodeA), 14 matches in train.log, lines 120–9021'."""
+    who = []
+    if hit.ranks:
+        who.append(f"rank{'s' * (len(hit.ranks) > 1)} {_ranges(hit.ranks)}")
+    extra = []
+    if hit.hosts:
+        extra.append(f"host{'s' * (len(hit.hosts) > 1)} {_names(hit.hosts)}")
+    if hit.gpus:
+        extra.append(f"GPU{'s' * (len(hit.gpus) > 1)} {_names(hit.gpus)}")
+    if who and extra:
+        who[0] += f" ({'; '.join(extra)})"
+    elif extra:
+        who = ["; ".join(extra)]
+    parts = [f"on {who[0]}" if who else ""]
+    parts.append(f"{hit.count} match{'es' * (hit.count != 1)}" + (f" in {', '.join(hit.files)}" if hit.files else ""))
+    if hit.first_line is not None and hit.last_line is not None:
+        if len(hit.files) > 1:
+            parts.append(f"first at {hit.files[0]}:{hit.first_line}, last at {hit.files[-1]}:{hit.last_line}")
+        elif hit.first_line == hit.last_line:
+            parts.append(f"line {hit.first_line}")
+        else:
+            parts.append(f"lines {hit.first_line}–{hit.last_line}")
+    return ", ".join(p for p in parts if p)
