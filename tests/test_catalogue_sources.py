@@ -679,3 +679,28 @@ def test_system_format_strings_match(sid, line):
 @pytest.mark.parametrize("line", BENIGN_SYSTEM)
 def test_system_lookalikes_stay_quiet(line):
     assert match_signatures(line) == []
+
+
+# --- SIG500: the caching allocator's configuration parser, every era (torch 1.10-2.7 and 2.8-2.13 forms) ---------
+ALLOC_CONF = [
+    "RuntimeError: Unrecognized CachingAllocator option: expandable_segments",          # torch 2.0 and a 2.1+ key
+    "RuntimeError: Unrecognized key 'expandable_segment' in Accelerator allocator config.",   # 2.8+
+    "ValueError: Expected 'True' or 'False' at index 2 in ConfigTokenizer but got 'maybe'",   # measured, torch 2.11
+    "RuntimeError: Expected a single True/False argument for expandable_segments",              # 2.1-2.7
+    "RuntimeError: CachingAllocator option max_split_size_mb too small, must be >= 20",
+    "RuntimeError: garbage_collect_threshold too big, set it 0.0~1.0",
+    "RuntimeError: garbage_collect_threshold is invalid, set it in (0.0, 1.0)",
+    "RuntimeError: For roundups, the divisions has to be power of 2 ",
+    "RuntimeError: Unknown allocator backend, options are native and cudaMallocAsync",
+]
+
+
+@pytest.mark.parametrize("line", ALLOC_CONF)
+def test_allocator_config_errors_match(line):
+    assert "SIG500" in {h.id for h in match_signatures(line)}
+
+
+def test_allocator_config_lookalikes_stay_quiet():
+    assert "SIG500" not in {h.id for h in match_signatures(
+        "[W CUDAAllocatorConfig.h:28] Warning: expandable_segments not supported on this platform")}
+    assert "SIG500" not in {h.id for h in match_signatures("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")}

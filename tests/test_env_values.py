@@ -132,3 +132,20 @@ def test_ncl001_unknown_algorithm_is_an_error_on_nccl_2_24_and_later(h200_snap):
         assert [(f.severity, f.title) for f in rep.findings] == [("warning", "NCCL algorithm or protocol forced")]
     rep = _run(h200_snap, "NCL001", NCCL_ALGO="Ring", NCCL_PROTO="LL;tree")
     assert any("needs a collective prefix" in " ".join(f.evidence) for f in rep.findings)
+
+
+def test_ncl008_key_newer_than_the_torch_in_use(h200_snap):
+    """expandable_segments arrived in torch 2.1: torch 2.0 raises 'Unrecognized CachingAllocator option'."""
+    h200_snap.torch.version = "2.0.1+cu118"
+    rep = _run(h200_snap, "NCL008", PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+    assert [f.severity for f in rep.findings] == ["error"] and "needs torch 2.1" in " ".join(rep.findings[0].evidence)
+    h200_snap.torch.version = "2.1.0+cu121"
+    assert ids(_run(h200_snap, "NCL008", PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")) == []
+
+
+def test_launcher_variables_are_collected():
+    from gpudoctor.facts.env import collect_env
+
+    env = collect_env({"LOCAL_RANK": "3", "RANK": "3", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500",
+                       "HOME": "/root", "HF_TOKEN": "hf_" + "x" * 30})
+    assert env == {"LOCAL_RANK": "3", "RANK": "3", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}

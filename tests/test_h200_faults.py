@@ -55,3 +55,15 @@ def test_failed_confirmation_run_names_the_catalogue_cause():
     assert "known cause (SIG033)" in "\n".join(cnf.evidence)
     assert "NCCL_SOCKET_IFNAME=nonexist0" in "\n".join(cnf.evidence)
     assert "NCCL_SOCKET_IFNAME" in cnf.remedy and cnf.data["signatures"][0] == "SIG033"
+
+
+@pytest.mark.parametrize("name, sid", [("nccl-net-bogus", "SIG205"), ("nccl-net-ib-full", "SIG205"),
+                                       ("alloc-conf-full", "SIG500")])
+def test_failed_run_cause_and_the_static_rule_agree(name, sid):
+    """Full scans on the H200 after the merge (docs/examples/h200-faults-2026-12-01/after): the NCCL run failed;
+    CNF001 names the catalogue's cause of the rank's error, and the static rule (NCL009 / NCL008) names the
+    variable before any run."""
+    rep = _report(name)
+    cnf = next(f for f in rep.findings if f.rule_id == "CNF001")
+    assert sid in cnf.data["signatures"]
+    assert {"NCL009", "NCL008"} & {f.rule_id for f in rep.findings}

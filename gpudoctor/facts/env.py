@@ -10,7 +10,9 @@ from collections.abc import Mapping
 PREFIXES = ("NCCL_", "TORCH_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCHELASTIC_")
 EXACT = ("OMP_NUM_THREADS", "LD_LIBRARY_PATH",
          # job size (multi-node or not) for the TOP rules: torchrun/torchelastic and Slurm
-         "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
+         "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES",
+         # the env:// rendezvous and rank placement (NCL010, the network signatures' context)
+         "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GLOO_SOCKET_IFNAME")
 REDACTED = "<redacted>"
 
 _SECRET_NAME = re.compile(

@@ -87,6 +87,12 @@ def alloc_conf(ctx):
                     subject=name, severity="warning" if newer else "error",
                     data={"variable": name, "key": key, "torch": t.version if t else None})
                 continue
+            first = table.get("min_torch", {}).get(key)
+            if first and tv is not None and tv[:2] < (vtuple(first) or ())[:2]:
+                yield ctx.finding([f"{name}={text}", f"{key} needs torch {first} or newer; torch {t.version} raises "
+                                   f"'Unrecognized CachingAllocator option: {key}' at its first CUDA allocation"],
+                                  subject=name, data={"variable": name, "key": key, "torch": t.version})
+                continue
             why = _bad_value(keys[key], value, table)
             if why is None and key == "max_split_size_mb" and value is not None:
                 low = table["limits"]["max_split_size_mb_min"]
