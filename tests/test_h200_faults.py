@@ -23,6 +23,7 @@ CASES = {
     "gpu-hog-noconfirm": ("GPU008", "warning", "MiB"),
     "taskset-1cpu": ("HST001", "warning", "1 usable logical CPUs"),
     "nccl-algo-bogus": ("NCL001", "error", "'Bogus' is not an algorithm NCCL knows"),
+    "local-rank-3": ("NCL010", "warning", "invalid device ordinal"),
 }
 
 

@@ -23,11 +23,12 @@ from gpudoctor.facts.confirm_model import ConfirmationFacts
 from gpudoctor.facts.topo_model import *  # noqa: F403
 from gpudoctor.facts.topo_model import NvLink, NvLinkDetail, NvLinkState, TopologyFacts  # noqa: F401
 
-SCHEMA_VERSION = "2.0"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "2.1"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 # 2.0: one NvLink model (GpuFacts.nvlinks and TopologyFacts.nvlinks: same fields); NvmlFacts.fabric_states removed
 #      (never read; TopologyFacts.fabric holds the fabric state). 1.x reports load: unknown keys are ignored.
 #      Also: inputs[].status / reason, confirmation status "interrupted" (issue 15); confirmation.selftest,
 #      confirmation.baseline (issue 16).
+# 2.1: logs.signatures[] ranks, hosts, gpus, first_line, last_line (where a signature fired; issue 14).
 
 Unlimited = Literal["unlimited"]
 
