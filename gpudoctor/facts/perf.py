@@ -14,8 +14,6 @@ from gpudoctor.facts._base import _Model
 
 #: NVML clock-event reasons that mean a fault when a GPU runs below its clocks (DCGM fails a run on them)
 FAULT_REASONS = ("HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown")
-#: reasons that are normal: the power cap at full load (Azure and DCGM never flag it), idle, sync boost
-NORMAL_REASONS = ("SwPowerCap", "GpuIdle", "SyncBoost")
 #: reasons that mean a setting (application clocks or display clocks), not a fault
 SETTING_REASONS = ("ApplicationsClocksSetting", "DisplayClockSetting")
 #: a reason counts as present during a run when at least this fraction of the samples shows it

@@ -38,7 +38,6 @@ _EXPRESS = re.compile(
     r"Express\s*\(v\d\)\s+(Root Port|Upstream Port|Downstream Port|Endpoint|Legacy Endpoint|"
     r"Root Complex Integrated Endpoint|PCI-Express to PCI/PCI-X Bridge|PCI/PCI-X to PCI-Express Bridge)"
 )
-ACS_FLAGS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 
 
 def normalize_bdf(text: str) -> str:

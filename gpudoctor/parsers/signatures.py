@@ -63,11 +63,6 @@ def catalogue() -> list[dict[str, Any]]:
     return list(data.load("signatures").get("signature", []))
 
 
-def _patterns(entries: list[dict[str, Any]]) -> tuple[tuple[str, re.Pattern], ...]:
-    key = tuple((e["id"], e["regex"]) for e in entries)
-    return compiled(key)
-
-
 def _explains(entries: list[dict[str, Any]]) -> dict[str, re.Pattern]:
     key = tuple((e["id"], e["explains"]) for e in entries if e.get("explains"))
     return dict(compiled(key))

@@ -33,7 +33,6 @@ from gpudoctor.parsers import ParseError  # noqa: E402  (one ParseError for ever
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|(?<![\w\]])\[[0-9;]{1,8}m")
 REL = re.compile(r"X|NV\d{1,2}|PIX|PXB|PHB|NODE|SYS|SOC")
-TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _TRAIL_RE = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID")
 _LABEL = re.compile(r"GPU\d+|NIC\d+|[A-Za-z][\w.:-]*")
 _GLUED = re.compile(r"(?:(?:GPU|NIC)\d+){2,}")
