@@ -61,3 +61,14 @@ def test_trc003_never_says_up_to_question_mark(tmp_path: Path) -> None:
 def test_the_lscpu_model_is_in_the_header() -> None:
     out = runner.invoke(app, ["check", str(FIX / "h200-text" / "collect_env.txt")]).stdout
     assert "CPU Intel(R) Xeon(R) Processor · 16 logical CPUs" in out
+
+
+def test_no_emoji_codes_in_evidence():
+    """rich would print NCCL's 'transport.cc:100:' as 'transport.cc💯' (seen in a check of a big NCCL log)."""
+    import io
+
+    from gpudoctor.reports.console import Console
+
+    buf = io.StringIO()
+    Console(file=buf, width=120, color_system=None).print("    node1:1:1 [0] transport/net.cc:100: NCCL WARN x :smile:")
+    assert buf.getvalue().strip() == "node1:1:1 [0] transport/net.cc:100: NCCL WARN x :smile:"

@@ -4,6 +4,8 @@
   instead of restarting at column 0 (piped at 120 columns, or with a narrow ``COLUMNS``).
 - No automatic highlighting: rich's highlighter colours numbers inside versions and paths ("12.4", "/dev/shm")
   at random; the reports colour what they mean to.
+- No emoji codes: rich turns ``:name:`` into an emoji, and log lines hold such text (NCCL's ``file.cc:100:`` read
+  as 💯); evidence is printed as written.
 - ``NO_COLOR`` (https://no-color.org, any non-empty value) turns off every escape sequence, bold and dim
   included (rich's own NO_COLOR support drops only the colours).
 - A reader that went away raises BrokenPipeError (rich would exit 1, which reads as "findings"); the command
@@ -23,6 +25,7 @@ class Console(_RichConsole):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("highlight", False)
+        kwargs.setdefault("emoji", False)
         if os.environ.get("NO_COLOR"):
             kwargs["color_system"] = None
         super().__init__(*args, **kwargs)

@@ -47,7 +47,7 @@ def _html(report: Any, fail_on: str, verbose: bool, text_renderer: Callable | No
 
 def _text(report: Any, fail_on: str, verbose: bool, text_renderer: Callable | None) -> str:
     """The terminal report as plain text (no colour, 120 columns): what --format text --output writes."""
-    from rich.console import Console
+    from gpudoctor.reports.console import Console
 
     renderer: Callable[..., None]
     if text_renderer is not None:
