@@ -402,16 +402,6 @@ BENIGN = [
 ]
 
 
-@pytest.mark.parametrize("sid,line", REAL, ids=[f"{s}-{i}" for i, (s, _) in enumerate(REAL)])
-def test_real_format_string_instantiations_match(sid, line):
-    assert sid in {h.id for h in match_signatures(line)}
-
-
-@pytest.mark.parametrize("line", BENIGN)
-def test_info_and_lookalike_lines_stay_quiet(line):
-    assert match_signatures(line) == []
-
-
 # --- root cause first: PyTorch's wrapper around NCCL's own last error (issue 14) ----------------------------------
 
 def _torch_nccl_error(err: str, last: str) -> str:
@@ -671,16 +661,6 @@ BENIGN_SYSTEM = [
 ]
 
 
-@pytest.mark.parametrize("sid,line", REAL_SYSTEM, ids=[f"{s}-{i}" for i, (s, _) in enumerate(REAL_SYSTEM)])
-def test_system_format_strings_match(sid, line):
-    assert sid in {h.id for h in match_signatures(line)}
-
-
-@pytest.mark.parametrize("line", BENIGN_SYSTEM)
-def test_system_lookalikes_stay_quiet(line):
-    assert match_signatures(line) == []
-
-
 # --- SIG500: the caching allocator's configuration parser, every era (torch 1.10-2.7 and 2.8-2.13 forms) ---------
 ALLOC_CONF = [
     "RuntimeError: Unrecognized CachingAllocator option: expandable_segments",          # torch 2.0 and a 2.1+ key
@@ -704,3 +684,18 @@ def test_allocator_config_lookalikes_stay_quiet():
     assert "SIG500" not in {h.id for h in match_signatures(
         "[W CUDAAllocatorConfig.h:28] Warning: expandable_segments not supported on this platform")}
     assert "SIG500" not in {h.id for h in match_signatures("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")}
+
+
+# every line built from a source's format string (REAL: NCCL / PyTorch, REAL_SYSTEM: CUDA, container, driver) and
+# every benign look-alike (BENIGN, BENIGN_SYSTEM), in one pair of tests
+ALL_REAL = REAL + REAL_SYSTEM
+
+
+@pytest.mark.parametrize("sid,line", ALL_REAL, ids=[f"{s}-{i}" for i, (s, _) in enumerate(ALL_REAL)])
+def test_real_format_string_instantiations_match(sid, line):
+    assert sid in {h.id for h in match_signatures(line)}
+
+
+@pytest.mark.parametrize("line", BENIGN + BENIGN_SYSTEM)
+def test_info_and_lookalike_lines_stay_quiet(line):
+    assert match_signatures(line) == []
