@@ -8,7 +8,7 @@ child runs as an installed package does, with compiled bytecode (cached under a 
 one untimed warm-up run), even where PYTHONDONTWRITEBYTECODE is set. ``--no-re2`` forces the stdlib engine in the
 child (google-re2 is the optional ``[fast]`` extra; CI installs only the test extras). Usage::
 
-    PYTHONPATH=. python benchmarks/bench_check.py --sizes 10,100,1000 [--gz] [--keep DIR] [--no-re2]
+    PYTHONPATH=. python benchmarks/bench_check.py --sizes 10,100,1000 [--gz] [--keep DIR] [--no-re2] [--jobs N]
 
 The engine in use (re2-set or literal-prefilter) is printed; see docs/benchmarks.md for the figures.
 """
@@ -70,8 +70,51 @@ CHILD_NO_RE2 = ("import runpy, sys; import gpudoctor.parsers.signatures as S; S.
 PYC = tempfile.mkdtemp(prefix="bench_check_pyc_")
 
 
-def run(path: Path, no_re2: bool = False) -> dict[str, float]:
-    """One `gpudoctor check FILE --json` in a fresh process: wall and CPU seconds, peak RSS (os.wait4)."""
+class TreeMemory:
+    """Peak memory of a process and all its descendants (the check's worker processes), sampled every 50 ms:
+    the sum of their RSS (counts pages forked workers share with the reader more than once: an upper bound) and
+    the sum of their PSS (shared pages split between the processes sharing them: what the tree really holds)."""
+
+    def __init__(self, pid: int):
+        import threading
+
+        import psutil
+
+        self.proc = psutil.Process(pid)
+        self.rss = self.pss = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self.stop.is_set():
+            rss = pss = 0
+            try:
+                procs = [self.proc] + self.proc.children(recursive=True)
+            except psutil.Error:
+                return
+            for p in procs:
+                try:
+                    full = p.memory_full_info()
+                    rss += full.rss
+                    pss += getattr(full, "pss", full.rss)
+                except psutil.Error:
+                    pass
+            self.rss, self.pss = max(self.rss, rss), max(self.pss, pss)
+            self.stop.wait(0.05)
+
+    def done(self) -> tuple[float, float]:
+        self.stop.set()
+        self.thread.join()
+        return self.rss / 2**20, self.pss / 2**20
+
+
+def run(path: Path, no_re2: bool = False, jobs: int | None = None) -> dict[str, float]:
+    """One `gpudoctor check FILE --json` in a fresh process: wall and CPU seconds of it and its workers (os.wait4
+    counts the reaped children), the largest single-process RSS (wait4), and the peak RSS / PSS summed over the
+    process tree (TreeMemory)."""
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
                PYTHONPYCACHEPREFIX=PYC)
@@ -79,9 +122,11 @@ def run(path: Path, no_re2: bool = False) -> dict[str, float]:
     head = [sys.executable, "-c", CHILD_NO_RE2] if no_re2 else [sys.executable, "-m", "gpudoctor"]
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(head + ["check", str(path), "--json"], env=env,
-                                stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(head + ["check", str(path), "--json"] + ([] if jobs is None else ["-j", str(jobs)]),
+                                env=env, stdout=out, stderr=subprocess.DEVNULL)
+        mem = TreeMemory(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
+        tree_rss, tree_pss = mem.done()
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -89,7 +134,7 @@ def run(path: Path, no_re2: bool = False) -> dict[str, float]:
     doc = json.loads(raw) if raw.strip().startswith(b"{") else {}
     fired = sorted({f["rule_id"] for f in doc.get("findings", []) if f.get("rule_id", "").startswith("SIG")})
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
-            "signatures_fired": len(fired), "rc": proc.returncode}
+            "tree_rss_mb": tree_rss, "tree_pss_mb": tree_pss, "signatures_fired": len(fired), "rc": proc.returncode}
 
 
 def main() -> None:
@@ -98,6 +143,7 @@ def main() -> None:
     ap.add_argument("--gz", action="store_true", help="write the logs gzip-compressed")
     ap.add_argument("--keep", default=None, help="folder for the generated logs (default: a temporary one)")
     ap.add_argument("--no-re2", action="store_true", help="force the stdlib engine in the child")
+    ap.add_argument("--jobs", type=int, default=None, help="check's -j (default: check's own, one per CPU)")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from gpudoctor.parsers.signatures import catalogue, engine_name
@@ -114,9 +160,10 @@ def main() -> None:
         path = folder / f"train-{mb}MB.log{'.gz' if args.gz else ''}"
         if not path.exists():
             generate(path, mb, args.gz)
-        r = run(path, args.no_re2)
+        r = run(path, args.no_re2, args.jobs)
         print(f"{mb:>6} MB{' (gz)' if args.gz else ''}: wall {r['wall_s']:7.2f} s ({mb / r['wall_s']:6.1f} MB/s)  "
-              f"CPU {r['cpu_s']:7.2f} s ({mb / r['cpu_s']:6.1f} MB/CPU-s)  peak RSS {r['peak_rss_mb']:5.0f} MB  "
+              f"CPU {r['cpu_s']:7.2f} s ({mb / r['cpu_s']:6.1f} MB/CPU-s)  peak RSS: one process "
+              f"{r['peak_rss_mb']:4.0f} MB, all processes {r['tree_rss_mb']:4.0f} MB (PSS {r['tree_pss_mb']:4.0f} MB)  "
               f"signatures fired {r['signatures_fired']}  rc {r['rc']}  load {os.getloadavg()[0]:.2f}", flush=True)
         if not args.keep:
             path.unlink()

@@ -347,6 +347,12 @@ REAL = [
     ("SIG328", "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms"),   # wait_all_ranks
     ("SIG328", "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for "
                "send/recv from rank 0. Please check rank 0 logs for faulty rank."),
+    ("SIG329", "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA versions. "
+               "PyTorch has CUDA Version=11.7 and torchvision has CUDA Version=11.6. Please reinstall the "
+               "torchvision that matches your PyTorch install."),                                   # older check
+    ("SIG329", "RuntimeError: Detected that PyTorch and TorchAudio were compiled with different CUDA versions. "
+               "PyTorch has CUDA version 12.8 whereas TorchAudio has CUDA version 12.9. Please install the "
+               "TorchAudio version that matches your PyTorch version."),
     ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
     ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers
@@ -539,6 +545,15 @@ def test_watchdog_follow_ons_reported_under_the_timeout(tmp_path):
     snap, _ = build_snapshot([str(p)])
     got = {f.rule_id: f for f in evaluate(snap).findings}
     assert "SIG300" in got and "SIG041" not in got
+    # NCCL's NVLS bind failure quotes the CUDA error (transport/nvls.cc "... : CUDA error %d '%s'"): one finding
+    p.write_text("node7:5510:5590 [4] transport/nvls.cc:285 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast "
+                 "memory of size 536870912 : CUDA error 999 'unknown error'\n")
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert "SIG214" in got and "SIG057" not in got
+    assert any("follow-on (SIG057" in line for line in got["SIG214"].evidence)
+
+
 def test_bound_to_another_driver_is_the_550_plus_form():
     """'NVRM: GPU %s is already bound to %s.' (kernel-open/nvidia/nv-pci.c check_for_bound_driver) exists from
     550.40 on (it was absent from the 515-545 sources first read); bound to nvidia itself is not a conflict."""

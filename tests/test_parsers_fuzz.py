@@ -254,6 +254,7 @@ def test_every_parser_module_is_fuzzed():
     fuzzed |= {"offline", "offline_merge", "offline_formats", "stream"}  # build_snapshot, merging, format table,
     # reader: test_pipeline_never_raises
     fuzzed |= {"bug_report"}  # test_bug_report_never_raises
+    fuzzed |= {"chunk_pool"}  # no text of its own: runs the parsers above on chunks (tests/test_chunk_pool.py)
     fuzzed |= {"smi_common"}  # constants and one-value helpers of the nvidia-smi parsers (fuzzed through them)
     fuzzed |= {"torch_messages"}        # lambdas above (facts_from_texts) are defined in this module
     assert modules - fuzzed == set(), f"parser modules without a fuzz test: {sorted(modules - fuzzed)}"

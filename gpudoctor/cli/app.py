@@ -242,16 +242,23 @@ def check(
     output: str | None = output_option(),
     verbose: bool = verbose_option(),
     fail_on: FailOn = fail_on_option(),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, show_default=False,
+                                    help="Worker processes for inputs over 4 MiB (default: one per usable CPU, or "
+                                         "GPUDOCTOR_JOBS; 1: read in this process)."),
 ):
     """Diagnose saved outputs offline: recognise each file by content, turn it into facts, run the rules.
 
-    A bad input (binary, empty, too large, unknown format, a report of a newer schema) gets a one-line error
-    naming it on stderr and exit code 2; the other inputs are still diagnosed and reported.
+    A bad input (binary, empty, unknown format, a report of a newer schema) gets a one-line error
+    naming it on stderr and exit code 2; the other inputs are still diagnosed and reported. Ctrl-C while a large
+    log is read reports what was read so far and exits 130.
     """
     out = output_spec(fmt, json_out, output)
     from gpudoctor.pipeline.check import run_check
 
-    result = run_check(paths)
+    result = run_check(paths, jobs)
+    if result.report is None and result.interrupted:
+        sys.stderr.write(f"gpudoctor: {result.interrupted}; nothing was diagnosed\n")
+        raise typer.Exit(130)
     if result.report is None:
         for msg in result.skipped:
             sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
@@ -261,6 +268,9 @@ def check(
     if result.skipped:  # each one is in the report (snapshot.inputs, status "skipped"): one line, not one per file
         sys.stderr.write(f"gpudoctor: skipped {len(result.skipped)} file(s) found in the folder(s) that are not inputs "
                          f"`check` reads (-v or --json lists each with why)\n")
+    if result.interrupted:
+        sys.stderr.write(f"gpudoctor: {result.interrupted}; reporting what was read\n")
+        _emit_partial(result.report, out, save, verbose, fail_on)
     emit(result.report, out, save, verbose, fail_on, input_errors=result.errors)
 
 

@@ -148,6 +148,13 @@ def exit_code(report_or_findings, fail_on: FailOn) -> int:
     return EXIT_FINDINGS if any(SEVERITY_ORDER[f.severity] >= bar for f in findings) else EXIT_OK
 
 
+def _terminal_render(*args: Any, **kwargs: Any) -> Any:
+    """reports.terminal.render, imported only when a text report is written (it pulls in rich: ~70 ms)."""
+    from gpudoctor.reports.terminal import render
+
+    return render(*args, **kwargs)
+
+
 def emit(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn,
          input_errors: list[str] | None = None) -> None:
     """Save, print (terminal or JSON) and exit with the documented code (2 when some input was bad).
@@ -156,10 +163,7 @@ def emit(report, out: Out, save: str | None, verbose: bool, fail_on: FailOn,
     from gpudoctor.reports.redact import scrub_model
 
     report = scrub_model(report)
-
-    from gpudoctor.reports.terminal import render
-
-    write_report(report, out, save, verbose, render, fail_on)
+    write_report(report, out, save, verbose, _terminal_render, fail_on)
     for msg in input_errors or []:
         sys.stderr.write(f"gpudoctor: error: {msg}\n")
     conf = report.snapshot.confirmation

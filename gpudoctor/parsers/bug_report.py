@@ -56,7 +56,7 @@ class Section:
 
 
 def is_bug_report(text: str) -> bool:
-    return bool(D.BUG_REPORT_MARK.search(text))
+    return D.is_bug_report_piece(text)
 
 
 def _classify(title: str, body: str) -> list[str]:

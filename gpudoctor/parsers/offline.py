@@ -12,7 +12,7 @@ import datetime as _dt
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gpudoctor import __version__
@@ -31,6 +31,7 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
+UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (the first ones)
 LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
@@ -53,7 +54,7 @@ class Collected:
     xids: list = field(default_factory=list)
     kernel: list[str] = field(default_factory=list)
     nccl: list[NcclLogFacts] = field(default_factory=list)
-    unexplained: list[str] = field(default_factory=list)
+    unexplained: list[tuple[str, str]] = field(default_factory=list)  # (path, line), UNEXPLAINED_PER_FILE per path
     commands: list[str] = field(default_factory=list)
     peer: dict[str, bool] = field(default_factory=dict)
     lines: int = 0
@@ -64,6 +65,37 @@ class Collected:
     lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
     apps: list[tuple[str, str | None, str | None, Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
     bundle_titles: dict[str, str] = field(default_factory=dict)  # bug report path -> title of its last section read
+    interrupted: str | None = None  # Ctrl-C while reading a large input: which, and how much of it was diagnosed
+
+    def add_unexplained(self, path: str, lines: Iterable[str]) -> None:
+        """Keep the error lines no signature explains: the first UNEXPLAINED_PER_FILE distinct ones of each input
+        (a line already kept for any input is not kept again), as one reading of the whole input keeps them."""
+        kept = {line for _, line in self.unexplained}
+        room = UNEXPLAINED_PER_FILE - sum(1 for p, _ in self.unexplained if p == path)
+        for line in lines:
+            if room <= 0:
+                return
+            if line not in kept:
+                self.unexplained.append((path, line))
+                kept.add(line)
+                room -= 1
+
+    def absorb(self, part: Collected) -> None:
+        """Add the facts ``part`` collected from the next chunk of the same input (parsers/chunk_pool.py): the
+        result is what parsing that chunk into this collector would have left."""
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(part, f.name)
+            if f.name == "unexplained":
+                for path, line in theirs:
+                    self.add_unexplained(path, [line])
+            elif isinstance(mine, list):
+                mine += theirs
+            elif isinstance(mine, dict):
+                mine.update(theirs)
+            elif f.name == "lines":
+                self.lines += theirs
+            elif f.name == "base" and theirs is not None:  # pragma: no cover - reports are parsed in order
+                raise ValueError("a saved report inside a chunk parsed out of order")
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -178,13 +210,12 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     failures, parsed = fp.failures, fp.parsed
     sig_text = text if fp.sig_text is None else fp.sig_text
     spans: list[tuple[int, int]] = []
-    hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base)
+    errorish: list[tuple[int, int]] = []
+    hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base, errorish=errorish)
     col.hits += hits
-    col.lines += sig_text.count("\n") + 1
+    col.lines += sig_text.count("\n") + (not sig_text.endswith("\n"))
     if {D.ERRORS, D.DMESG, D.NCCL} & set(kinds) and set(kinds) <= LOG_KINDS:  # not inside structured dumps
-        for line in unexplained_error_lines(sig_text, spans):
-            if line not in col.unexplained:
-                col.unexplained.append(line)
+        col.add_unexplained(path, unexplained_error_lines(sig_text, spans, UNEXPLAINED_PER_FILE, errorish))
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
     if not kinds and not hits:
@@ -210,11 +241,14 @@ def _skippable(err: str) -> bool:
     return any(r in err for r in SKIP_REASONS) or err.endswith("empty")
 
 
-def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
+def build_snapshot(paths: Iterable[str], jobs: int | None = None,
+                   interrupted: list[str] | None = None) -> tuple[Snapshot | None, list[str]]:
     """Read, recognise and parse ``paths`` (files or folders) into one Snapshot.
 
     Returns (snapshot, errors): snapshot is None when no input could be used; errors are one-line
     messages naming each bad file (unknown format, binary, empty, too large, newer schema, ...).
+    ``jobs``: worker processes for large inputs (parsers/stream.py). ``interrupted`` (out): receives one line when
+    Ctrl-C stopped the reading; the snapshot then holds what was read before it, and later files are not read.
     """
     t0 = time.perf_counter()
     files, errors = expand_paths(paths)
@@ -222,10 +256,10 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     col = Collected()
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
     unread = [InputFile(path=e.split(": ", 1)[0], status="rejected", reason=e.split(": ", 1)[-1]) for e in errors]
-    for path in files:
+    for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
-        err = stream.parse_input(path, col, _parse_file)
+        err = stream.parse_input(path, col, _parse_file, jobs)
         if err:
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable
@@ -236,6 +270,15 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
             else:
                 errors.append(err)
                 unread.append(InputFile(path=path, status="rejected", reason=reason))
+        if col.interrupted:
+            if interrupted is not None:
+                interrupted.append(col.interrupted)
+            for inp in col.inputs:
+                if inp.path == stream.display_name(path):
+                    inp.note = col.interrupted.split(": ", 1)[1]
+            why = "not read: check was interrupted (Ctrl-C or SIGTERM)"
+            unread += [InputFile(path=p, status="skipped", reason=why) for p in files[n + 1:]]
+            break
     if not col.inputs:
         return None, errors
     from gpudoctor.parsers.signatures import merge_hits
@@ -310,7 +353,7 @@ def build_snapshot(paths: Iterable[str]) -> tuple[Snapshot | None, list[str]]:
     logs.xids += col.xids
     logs.kernel_messages += [m for m in col.kernel if m not in logs.kernel_messages]
     logs.nccl = _merge_nccl(([logs.nccl] if logs.nccl else []) + col.nccl)
-    logs.error_lines += [x for x in col.unexplained if x not in logs.error_lines]
+    logs.error_lines += [x for _, x in col.unexplained if x not in logs.error_lines]
     logs.commands += col.commands
     logs.peer_access.update(col.peer)
     _scrub_logs(logs)

@@ -32,19 +32,33 @@ def _merge_nvml(dst: NvmlFacts, src: NvmlFacts) -> None:
         dst.gpus = sorted(dst.gpus, key=lambda g: g.index)
 
 
+#: NcclLogFacts fields parse_nccl_log reads from the first line that has them, and those it reads from the last
+FIRST_WINS = ("version", "nranks")
+LAST_WINS = ("cuda_driver_version", "ib_device_found", "net", "nvls_channels")
+
+
 def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
+    """The NCCL facts of several texts (files, or the chunks of one large log), in order, merged as parse_nccl_log
+    reads one text: the first version and rank count, the last driver version, network, IB state and NVLS channel
+    count, every transport, the first MAX_WARN warnings, and for each variable its last 'set by environment' value."""
+    from gpudoctor.parsers.nccl_log import MAX_WARN
+
     if not items:
         return None
     out = items[0].model_copy(deep=True)
     for n in items[1:]:
-        for name in ("version", "cuda_driver_version", "ib_device_found", "net", "nranks", "nvls_channels"):
+        for name in FIRST_WINS:
             if getattr(out, name) is None and getattr(n, name) is not None:
                 setattr(out, name, getattr(n, name))
+        for name in LAST_WINS:
+            if getattr(n, name) is not None:
+                setattr(out, name, getattr(n, name))
         out.init_complete = out.init_complete or n.init_complete
-        for name in ("transports", "gdr_disabled_hcas", "warnings"):
+        for name in ("transports", "gdr_disabled_hcas"):
             cur = getattr(out, name)
             cur += [x for x in getattr(n, name) if x not in cur]
-        out.env_set = {**n.env_set, **out.env_set}
+        out.warnings += n.warnings[:max(0, MAX_WARN - len(out.warnings))]
+        out.env_set = {**out.env_set, **n.env_set}
         for host, trs in n.host_net_transports.items():
             lst = out.host_net_transports.setdefault(host, [])
             lst += [t for t in trs if t not in lst]

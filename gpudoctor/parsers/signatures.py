@@ -78,14 +78,20 @@ def _evidence(text: str, m: re.Match) -> str:
 
 
 class _Engine:
-    """The prefilter and the Python patterns of one catalogue."""
+    """The prefilter and the Python patterns of one catalogue.
 
-    def __init__(self, entries: tuple[tuple[str, str], ...]):
+    ``extras``: further (pattern, literals) whose possible presence in each block the prefilter reports as well, in
+    the same pass (the error-line scan's ERRORISH, the follow-on ``explains`` patterns); ``literals`` (lower-case,
+    one of them in every match) serve the stdlib engine, None meaning "always possible"."""
+
+    def __init__(self, entries: tuple[tuple[str, str], ...], extras: tuple[tuple[str, tuple[str, ...] | None], ...]
+                 = ()):
         self.ids = [sid for sid, _ in entries]
         self.pattern = [rx for _, rx in entries]
         self._rx: dict[int, re.Pattern[str]] = {}  # compiled when first a candidate (most never are in a log)
         self._re2_cache: dict[int, Any] = {}
         self.always: list[int] = []
+        self.extras_always: set[int] = set()
         self.set: Any = None
         if _re2 is not None:
             opts = _re2.Options()
@@ -93,18 +99,25 @@ class _Engine:
             opts.never_capture = True
             opts.max_mem = 256 << 20
             rset = _re2.Set.SearchSet(opts)
-            self.set_index: list[int] = []
+            self.set_index: dict[int, int] = {}  # Set index -> signature index
+            self.extra_index: dict[int, int] = {}  # Set index -> extra index
             for i, (_, rx) in enumerate(entries):
                 try:  # re2 has no look-around: drop it (a superset; Python re decides)
-                    rset.Add(_re2_form(rx))
-                    self.set_index.append(i)
+                    self.set_index[rset.Add(_re2_form(rx))] = i
                 except Exception:
                     self.always.append(i)
+            for k, (rx, _lits) in enumerate(extras):  # case-insensitive here: a superset of a case-sensitive one
+                try:
+                    self.extra_index[rset.Add(_re2_form(rx))] = k
+                except Exception:
+                    self.extras_always.add(k)
             rset.Compile()
             self.set = rset
         else:
             self.anchors = [anchors(rx) for _, rx in entries]
             self.always = [i for i, a in enumerate(self.anchors) if a is None]
+            self.extra_anchors = [lits for _, lits in extras]
+            self.extras_always = {k for k, lits in enumerate(self.extra_anchors) if lits is None}
 
     def finditer(self, i: int, t: str, s0: int, s1: int, stop: int) -> Iterator[re.Match[str]]:
         """Python matches of signature ``i`` starting in t[s0:s1] (ending by ``stop``), in order.
@@ -149,50 +162,49 @@ class _Engine:
     def name(self) -> str:
         return "re2-set" if self.set is not None else "literal-prefilter"
 
-    def candidates(self, block: str) -> list[int]:
-        """Indexes of the signatures that may match in ``block``."""
+    def candidates(self, block: str) -> tuple[list[int], set[int]]:
+        """(indexes of the signatures that may match in ``block``, indexes of the extras that may match in it)."""
         if self.set is not None:
             found = self.set.Match(block.encode("utf-8", "surrogatepass")) or []
-            return sorted({self.set_index[k] for k in found} | set(self.always))
+            sigs = {self.set_index[k] for k in found if k in self.set_index}
+            extras = {self.extra_index[k] for k in found if k in self.extra_index}
+            return sorted(sigs.union(self.always)), extras | self.extras_always
         low = block.lower()
-        return [i for i, a in enumerate(self.anchors) if a is None or any(x in low for x in a)]
+        return ([i for i, a in enumerate(self.anchors) if a is None or any(x in low for x in a)],
+                {k for k, a in enumerate(self.extra_anchors) if a is None or any(x in low for x in a)})
 
 
 @functools.cache
-def _engine(entries: tuple[tuple[str, str], ...]) -> _Engine:
-    return _Engine(entries)
+def _engine(entries: tuple[tuple[str, str], ...], extras: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+            ) -> _Engine:
+    return _Engine(entries, extras)
+
+
+def _extras(entries: list[dict[str, Any]]) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
+    """ERRORISH, then each distinct ``explains`` pattern of the catalogue, with the literals of each."""
+    return _extras_of(tuple(dict.fromkeys(e["explains"] for e in entries if e.get("explains"))))
+
+
+@functools.cache
+def _extras_of(explains: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
+    lits = {rx: anchors(rx) for rx in explains}
+    return ((ERRORISH.pattern, _ERRORISH_LITERALS),) + tuple((rx, None if a is None else tuple(a))
+                                                             for rx, a in lits.items())
+
+
+def prepare(sample: str = "") -> None:
+    """Load the catalogue and build its engine now, and run it over ``sample`` (a few kB of the input) so that the
+    prefilter's automaton has the states such text needs: a process forked afterwards (parsers/chunk_pool.py)
+    inherits all of it instead of building it again."""
+    match_signatures(sample, spans=[], errorish=[])
+    _explains(catalogue())
+    _errorish_re2()
 
 
 def engine_name(entries: list[dict[str, Any]] | None = None) -> str:
     """Which prefilter matches the catalogue in this environment (re2-set or literal-prefilter)."""
     entries = catalogue() if entries is None else entries
     return _engine(tuple((e["id"], e["regex"]) for e in entries)).name
-
-
-def _find_all(rx: re.Pattern[str], t: str, low: str | None = None) -> Iterator[tuple[int, int]]:
-    """Spans of all matches of ``rx`` in ``t``; 64 KiB blocks without any of its literals are skipped.
-
-    ``low``: ``t.lower()`` when the caller has it (as long as ``t``)."""
-    lits = anchors(rx.pattern)
-    if lits is None or len(t) <= SUB_BLOCK:
-        yield from ((m.start(), m.end()) for m in rx.finditer(t))
-        return
-    n = len(t)
-    low = t.lower() if low is None or len(low) != n else low
-    if len(low) != n:  # lower-casing changed the length (rare characters): no skipping
-        yield from ((m.start(), m.end()) for m in rx.finditer(t))
-        return
-    last_end = -1
-    for b0, b1 in _blocks(t, SUB_BLOCK):
-        end = min(n, b1 + OVERLAP)
-        if not any(low.find(a, b0, end) >= 0 for a in lits):
-            continue
-        for m in rx.finditer(t, b0, end):
-            if m.start() >= b1:
-                break
-            if m.start() >= last_end:
-                last_end = m.end()
-                yield m.start(), m.end()
 
 
 def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -211,25 +223,34 @@ def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[t
 
 
 def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
-                     spans: list[tuple[int, int]] | None = None, line_base: int = 0) -> list[SignatureHit]:
+                     spans: list[tuple[int, int]] | None = None, line_base: int = 0,
+                     errorish: list[tuple[int, int]] | None = None) -> list[SignatureHit]:
     """Every catalogue entry that matches ``text``, with its count, first matching lines, named groups, and the ranks,
     hosts and GPUs its lines name with the line numbers of its first and last match (parsers/hit_origin.py;
     ``line_base``: lines of the same file before ``text``, for a chunk of a large input).
 
     ``spans`` (optional, out) receives the (start, end) character spans of all matches, so that
-    :func:`unexplained_error_lines` can skip lines a signature explains.
+    :func:`unexplained_error_lines` can skip lines a signature explains. ``errorish`` (optional, out) receives the
+    line-aligned (start, end) blocks of the cleaned text where ERRORISH may match (the prefilter's answer, found in
+    the same pass), for :func:`unexplained_error_lines`' ``blocks``.
     """
     entries = catalogue() if entries is None else entries
     t = clean(text)
-    eng = _engine(tuple((e["id"], e["regex"]) for e in entries))
+    extras = _extras(entries)
+    eng = _engine(tuple((e["id"], e["regex"]) for e in entries), extras)
     explains = _explains(entries)
+    extra_no = {rx: k for k, (rx, _) in enumerate(extras)}
+    extra_blocks: dict[int, list[tuple[int, int, int]]] = {}  # extra -> (start, end, end + overlap) of its blocks
     state: dict[int, tuple[list[int], list[str], dict[str, str], Spread]] = {}  # index -> ([count], lines, groups,
     # where)
     last: dict[int, re.Match[str]] = {}
     n = len(t)
     for s0, s1 in _blocks(t, BLOCK):
         stop = min(n, s1 + OVERLAP)
-        for i in eng.candidates(t[s0:stop]):
+        found, extras_here = eng.candidates(t[s0:stop])
+        for k in extras_here:
+            extra_blocks.setdefault(k, []).append((s0, s1, stop))
+        for i in found:
             st = state.get(i)
             if st is not None and st[0][0] >= MAX_COUNT:
                 continue
@@ -239,7 +260,7 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     break
                 if m.start() < prev_end:
                     continue  # already counted from the previous block's overlap
-                if i in last and "\n" not in t[last[i].end():m.start()]:
+                if i in last and t.find("\n", last[i].end(), m.start()) < 0:
                     last[i] = m
                     continue  # a second match on the same line: one occurrence
                 if st is None:
@@ -254,18 +275,33 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     st[1].append(ev)
                 if st[0][0] >= MAX_COUNT:
                     break
+    if errorish is not None:
+        errorish += [(s0, s1) for s0, s1, _ in extra_blocks.get(0, [])]
     hits = []
-    low: str | None = None
     numbers = line_numbers(t, [p for st in state.values() for p in (st[3].first, st[3].last)], line_base)
+    explained: set[str] = set()  # several signatures share one follow-on pattern: its spans are added once
     for i in sorted(state):
         count, lines, groups, spread = state[i]
         sid = eng.ids[i]
-        if spans is not None and sid in explains:  # follow-on lines of the same failure
-            low = t.lower() if low is None and len(t) > SUB_BLOCK else low
-            spans.extend(_find_all(explains[sid], t, low))
+        if spans is not None and sid in explains and explains[sid].pattern not in explained:  # follow-on lines
+            explained.add(explains[sid].pattern)
+            spans.extend(_find_in(explains[sid], t, extra_blocks.get(extra_no[explains[sid].pattern], [])))
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
         finish(hits[-1], spread, t, line_base, numbers)
     return hits
+
+
+def _find_in(rx: re.Pattern[str], t: str, blocks: list[tuple[int, int, int]]) -> Iterator[tuple[int, int]]:
+    """Spans of the matches of ``rx`` that start in the (start, end, end + overlap) ``blocks`` of ``t``, in order and
+    without overlaps (the blocks are those where the prefilter found that ``rx`` may match)."""
+    last_end = -1
+    for b0, b1, stop in blocks:
+        for m in rx.finditer(t, b0, stop):
+            if m.start() >= b1:
+                break
+            if m.start() >= last_end:
+                last_end = m.end()
+                yield m.start(), m.end()
 
 
 def _merge_spans(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -281,13 +317,17 @@ def _merge_spans(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]
     return starts, ends
 
 
-def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: int = 10) -> list[str]:
-    """Error-looking lines (Error, Exception, failed, WARN ...) that no signature match covers."""
+def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: int = 10,
+                            blocks: list[tuple[int, int]] | None = None) -> list[str]:
+    """Error-looking lines (Error, Exception, failed, WARN ...) that no signature match covers.
+
+    ``blocks``: the only line-aligned (start, end) blocks of the cleaned text that can hold such a line, as
+    :func:`match_signatures` reported them in ``errorish`` (None: the whole text is searched)."""
     t = clean(text)
     starts, ends = _merge_spans(spans)
     out: list[str] = []
     last = -1
-    for start in _errorish_line_starts(t):
+    for start in _errorish_line_starts(t, blocks):
         if start == last:
             continue  # another match on the same line
         last = start
@@ -307,17 +347,18 @@ def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: 
     return out
 
 
-def _errorish_line_starts(t: str) -> Iterator[int]:
+def _errorish_line_starts(t: str, blocks: list[tuple[int, int]] | None = None) -> Iterator[int]:
     """Start offsets of the lines of ``t`` that ERRORISH matches, in order (possibly repeated).
 
-    With re2: a 64 KiB block is searched by re2; on an ASCII block its matches give the lines directly (Python's
-    ERRORISH then confirms each line), else Python's ERRORISH scans the block. Without re2: only the lines that hold
-    one of ERRORISH's literals (string search in the lower-cased block) are searched by ERRORISH."""
-    pre = _errorish_prefilter()
+    ``blocks``: line-aligned blocks already known to be the only ones that may match (the signature prefilter's
+    answer), else 64 KiB blocks each tested by a prefilter. With re2: on an ASCII block re2's matches give the lines
+    directly (Python's ERRORISH then confirms each line), else Python's ERRORISH scans the block. Without re2: only the
+    lines that hold one of ERRORISH's literals (string search in the lower-cased block) are searched by ERRORISH."""
+    pre = _errorish_prefilter() if blocks is None else None
     rx2 = _errorish_re2()
-    for b0, b1 in _blocks(t, SUB_BLOCK):
+    for b0, b1 in _blocks(t, SUB_BLOCK) if blocks is None else blocks:
         block = t[b0:b1]
-        if not pre(block):
+        if pre is not None and not pre(block):
             continue
         raw = block.encode("utf-8", "surrogatepass") if rx2 is not None else b""
         if rx2 is not None and len(raw) == len(block):

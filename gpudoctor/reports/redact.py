@@ -45,6 +45,11 @@ def secret_values(environ: Mapping[str, str] | None = None, min_len: int = 8) ->
     return sorted(vals, key=len, reverse=True)
 
 
+# a literal every match of each pattern contains (_NAMED's: lower-cased): a string without it skips that pattern
+_SHAPED_LITERALS = ("gh", "hf_", "sk-", "AKIA", "xox", "eyJ", "-----BEGIN")
+_NAMED_LITERALS = ("token", "secret", "passw", "key", "credential")
+
+
 def scrub_text(text: str, values: Iterable[str] = ()) -> str:
     """``text`` with every known secret value and every credential-shaped token replaced by <redacted>."""
     if not text:
@@ -52,26 +57,36 @@ def scrub_text(text: str, values: Iterable[str] = ()) -> str:
     for v in values:
         if v in text:
             text = text.replace(v, REDACTED)
-    text = _SHAPED.sub(REDACTED, text)
-    text = _URL_CRED.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
-    return _NAMED.sub(lambda m: m.group(1) + REDACTED, text)
+    if any(a in text for a in _SHAPED_LITERALS):
+        text = _SHAPED.sub(REDACTED, text)
+    if "://" in text and "@" in text:
+        text = _URL_CRED.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
+    low = text.lower()
+    if any(a in low for a in _NAMED_LITERALS) or not text.isascii():  # (?i) folds some non-ASCII letters too
+        text = _NAMED.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
 
 
-def _walk(obj: Any, values: list[str]) -> Any:
+def _walk(obj: Any, values: list[str], changed: list[bool]) -> Any:
     if isinstance(obj, str):
-        return scrub_text(obj, values)
+        out = scrub_text(obj, values)
+        if out != obj:
+            changed[0] = True
+        return out
     if isinstance(obj, list):
-        return [_walk(x, values) for x in obj]
+        return [_walk(x, values, changed) for x in obj]
     if isinstance(obj, dict):
-        return {k: _walk(v, values) for k, v in obj.items()}
+        return {k: _walk(v, values, changed) for k, v in obj.items()}
     return obj
 
 
 def scrub_model(model: M, environ: Mapping[str, str] | None = None) -> M:
-    """A copy of a pydantic report (Report, ClusterReport, Snapshot) with every string scrubbed (see module doc).
+    """A pydantic report (Report, ClusterReport, Snapshot) with every string scrubbed (see module doc): a new model
+    when some string changed, else ``model`` itself (nothing to hide; callers only read it).
 
     Dict keys (variable names, rule ids) are kept; only values change. Never raises for a valid model.
     """
     values = secret_values(environ)
-    data = _walk(model.model_dump(mode="json"), values)
-    return type(model).model_validate(data)
+    changed = [False]
+    data = _walk(model.model_dump(mode="json"), values, changed)
+    return type(model).model_validate(data) if changed[0] else model
