@@ -71,7 +71,7 @@ PYC = tempfile.mkdtemp(prefix="bench_check_pyc_")
 
 
 class TreeMemory:
-    """Peak memory of a process and all its descendants (the check's worker processes), sampled every 50 ms:
+    """Peak memory of a process and all its descendants (the check's worker processes), sampled every 200 ms:
     the sum of their RSS (counts pages forked workers share with the reader more than once: an upper bound) and
     the sum of their PSS (shared pages split between the processes sharing them: what the tree really holds)."""
 
@@ -103,7 +103,7 @@ class TreeMemory:
                 except psutil.Error:
                     pass
             self.rss, self.pss = max(self.rss, rss), max(self.pss, pss)
-            self.stop.wait(0.05)
+            self.stop.wait(0.2)  # reading smaps costs CPU: sampled 5 times a second
 
     def done(self) -> tuple[float, float]:
         self.stop.set()

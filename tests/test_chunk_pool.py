@@ -171,3 +171,17 @@ def test_default_jobs_from_the_environment(monkeypatch, value, want):
     monkeypatch.setenv(chunk_pool.JOBS_ENV, value)
     cpus = len(os.sched_getaffinity(0))
     assert chunk_pool.default_jobs() == (want if want is not None else max(1, min(cpus, chunk_pool.MAX_JOBS)))
+
+
+def test_check_says_when_a_large_log_is_matched_without_re2(big_log, monkeypatch):
+    from gpudoctor.pipeline import check as C
+
+    monkeypatch.setattr(S, "engine_name", lambda entries=None: "literal-prefilter")
+    res = C.run_check([str(big_log)], jobs=1)
+    assert res.hints and "gpudoctor[fast]" in res.hints[0] and str(big_log) in res.hints[0]
+    monkeypatch.setattr(S, "engine_name", lambda entries=None: "re2-set")
+    assert C.run_check([str(big_log)], jobs=1).hints == []
+    small = big_log.parent / "err.log"
+    small.write_text("RuntimeError: CUDA error: out of memory\n")
+    monkeypatch.setattr(S, "engine_name", lambda entries=None: "literal-prefilter")
+    assert C.run_check([str(small)], jobs=1).hints == []  # a small paste is fast either way

@@ -268,6 +268,8 @@ def check(
     if result.skipped:  # each one is in the report (snapshot.inputs, status "skipped"): one line, not one per file
         sys.stderr.write(f"gpudoctor: skipped {len(result.skipped)} file(s) found in the folder(s) that are not inputs "
                          f"`check` reads (-v or --json lists each with why)\n")
+    for hint in result.hints:
+        sys.stderr.write(f"gpudoctor: note: {hint}\n")
     if result.interrupted:
         sys.stderr.write(f"gpudoctor: {result.interrupted}; reporting what was read\n")
         _emit_partial(result.report, out, save, verbose, fail_on)

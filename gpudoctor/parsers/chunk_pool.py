@@ -72,15 +72,17 @@ class OrderedPool:
     ``fn`` must be a module-level function (the pool pickles it by name). ``submit`` may block until the oldest job
     is done (at most ``jobs + 1`` in flight); ``drain`` waits for all. A worker that dies (killed, out of memory)
     breaks the pool: its job and the rest then run in this process, so a result is never lost or reordered.
-    ``close`` stops the workers without waiting for them.
+    ``close`` stops the workers without waiting for them. ``idle`` is work of this process's own (imports the
+    report will need) done the first time it would otherwise only wait for a worker.
     """
 
     def __init__(self, jobs: int, fn: Callable[..., Any], on_result: Callable[[Any], None],
-                 before_fork: Callable[[], None] | None = None):
+                 before_fork: Callable[[], None] | None = None, idle: Callable[[], None] | None = None):
         self.jobs = jobs
         self.fn = fn
         self.on_result = on_result
         self.before_fork = before_fork
+        self.idle = idle  # run once, the first time this process would wait for a worker
         self._pending: deque[tuple[Future | None, tuple]] = deque()
         self._pool: ProcessPoolExecutor | None = None
         self.broken = jobs <= 1  # no workers: every job runs here (checked again when the first job comes)
@@ -120,6 +122,9 @@ class OrderedPool:
         if fut is not None:
             from concurrent.futures.process import BrokenProcessPool
 
+            if self.idle is not None and not fut.done():
+                idle, self.idle = self.idle, None
+                idle()
             try:
                 result, ran = fut.result(), True
             except BrokenProcessPool:

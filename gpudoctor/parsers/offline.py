@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -241,14 +241,15 @@ def _skippable(err: str) -> bool:
     return any(r in err for r in SKIP_REASONS) or err.endswith("empty")
 
 
-def build_snapshot(paths: Iterable[str], jobs: int | None = None,
-                   interrupted: list[str] | None = None) -> tuple[Snapshot | None, list[str]]:
+def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: list[str] | None = None,
+                   idle: Callable[[], None] | None = None) -> tuple[Snapshot | None, list[str]]:
     """Read, recognise and parse ``paths`` (files or folders) into one Snapshot.
 
     Returns (snapshot, errors): snapshot is None when no input could be used; errors are one-line
     messages naming each bad file (unknown format, binary, empty, too large, newer schema, ...).
-    ``jobs``: worker processes for large inputs (parsers/stream.py). ``interrupted`` (out): receives one line when
-    Ctrl-C stopped the reading; the snapshot then holds what was read before it, and later files are not read.
+    ``jobs``: worker processes for large inputs (parsers/stream.py); ``idle``: the caller's own work, done while
+    they parse (once per large input). ``interrupted`` (out): receives one line when Ctrl-C stopped the reading;
+    the snapshot then holds what was read before it, and later files are not read.
     """
     t0 = time.perf_counter()
     files, errors = expand_paths(paths)
@@ -259,7 +260,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None,
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
-        err = stream.parse_input(path, col, _parse_file, jobs)
+        err = stream.parse_input(path, col, _parse_file, jobs, idle)
         if err:
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable

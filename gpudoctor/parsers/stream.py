@@ -107,12 +107,14 @@ def iter_chunks(fh: IO[bytes], head: bytes, size: int | None = None) -> Iterator
 ParseFile = Callable[..., "str | None"]
 
 
-def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = None) -> str | None:
+def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = None,
+                idle: Callable[[], None] | None = None) -> str | None:
     """Read ``path`` (whole when small, in chunks when large) and hand the text to ``parse_file(path, text, col)``.
 
     ``jobs``: worker processes for the chunks of a large input (parsers/chunk_pool.py; None: one per usable CPU,
-    1: all in this process). Returns an error message for a bad input, like ``parse_file``; raises nothing. Ctrl-C
-    while a large input is read stops reading: what was read is kept and ``col.interrupted`` names where it stopped.
+    1: all in this process); ``idle``: work of the caller's, done while the workers parse (see OrderedPool).
+    Returns an error message for a bad input, like ``parse_file``; raises nothing. Ctrl-C while a large input is
+    read stops reading: what was read is kept and ``col.interrupted`` names where it stopped.
     """
     name = display_name(path)
     try:
@@ -125,7 +127,7 @@ def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = N
         head = fh.read(WHOLE_BYTES + 1)
         if len(head) <= WHOLE_BYTES:
             return parse_file(name, _decode(head, path, True), col)
-        return _parse_chunks(name, path, fh, head, col, parse_file, jobs)
+        return _parse_chunks(name, path, fh, head, col, parse_file, jobs, idle)
     except InputError as exc:
         return str(exc)
     except (OSError, EOFError, lzma.LZMAError) as exc:  # a truncated or corrupt archive: what was read counts
@@ -242,14 +244,15 @@ def _spans(fh: IO[bytes], size: int | None = None) -> Iterator[tuple[int, int, b
 
 
 def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, parse_file: ParseFile,
-                  jobs: int | None = None) -> str | None:
+                  jobs: int | None = None, idle: Callable[[], None] | None = None) -> str | None:
     from gpudoctor.parsers.signatures import prepare
 
     n_inputs = len(col.inputs)
     carried: list[str] = []  # log formats seen in earlier chunks hold for the rest of the input
     jobs = chunk_pool.default_jobs() if jobs is None else jobs
     done = _Progress(col)
-    pool = chunk_pool.OrderedPool(jobs, parse_chunk, done.absorb, before_fork=lambda: prepare(first_sample))
+    pool = chunk_pool.OrderedPool(jobs, parse_chunk, done.absorb, before_fork=lambda: prepare(first_sample),
+                                  idle=idle)
     seekable = path != STDIN and not any(path.endswith(sfx) for sfx in OPENERS)
     pieces: Iterator[tuple[bytes | tuple[str, int, int], bytes]] = (
         ((path, s, e), h) for s, e, h in _spans(fh)) if seekable else ((raw, raw) for raw in iter_chunks(fh, head))

@@ -14,6 +14,16 @@ class CheckResult:
     errors: list[str] = field(default_factory=list)   #: one line per bad input
     skipped: list[str] = field(default_factory=list)  #: files in a folder that were not recognised
     interrupted: str | None = None  #: Ctrl-C stopped the reading: where; the report covers what was read before
+    hints: list[str] = field(default_factory=list)  #: one-line advice about the run itself (not findings)
+
+
+def _preload() -> None:
+    """Import what the report needs once the inputs are read (the rules, the report writers) while worker processes
+    parse a large input and this one would only wait (about 0.1 s off a large check's wall time)."""
+    import gpudoctor.reports.jsonout  # noqa: F401
+    import gpudoctor.reports.outputs  # noqa: F401
+    import gpudoctor.reports.redact  # noqa: F401
+    import gpudoctor.rules  # noqa: F401
 
 
 def run_check(paths: list[str], jobs: int | None = None) -> CheckResult:
@@ -21,10 +31,30 @@ def run_check(paths: list[str], jobs: int | None = None) -> CheckResult:
 
     ``jobs``: worker processes for large inputs (None: one per usable CPU; 1: none)."""
     from gpudoctor.parsers.offline import SKIPPED, build_snapshot
-    from gpudoctor.rules import evaluate
 
     stopped: list[str] = []
-    snap, errors = build_snapshot(paths, jobs, stopped)
+    snap, errors = build_snapshot(paths, jobs, stopped, idle=_preload)
+    from gpudoctor.rules import evaluate
+
     skipped = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
     errors = [e for e in errors if not e.startswith(SKIPPED)]
-    return CheckResult(evaluate(snap) if snap is not None else None, errors, skipped, stopped[0] if stopped else None)
+    return CheckResult(evaluate(snap) if snap is not None else None, errors, skipped, stopped[0] if stopped else None,
+                       _hints(snap))
+
+
+def _hints(snap) -> list[str]:
+    """Advice on how the inputs were read: a large input matched without google-re2 (the optional [fast] extra;
+    docs/benchmarks.md: 1.8 MB/s instead of 35-50 MB/s on 2 cores)."""
+    import os
+
+    from gpudoctor.parsers import stream
+    from gpudoctor.parsers.signatures import engine_name
+
+    if snap is None:
+        return []
+    big = [i.path for i in snap.inputs
+           if i.status == "read" and os.path.isfile(i.path) and os.path.getsize(i.path) > stream.WHOLE_BYTES]
+    if big and engine_name() != "re2-set":
+        return [f"google-re2 is not installed, so {big[0]} was matched ~20x slower than it could be: "
+                "pip install 'gpudoctor[fast]'"]
+    return []
