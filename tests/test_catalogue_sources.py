@@ -353,6 +353,12 @@ REAL = [
     ("SIG329", "RuntimeError: Detected that PyTorch and TorchAudio were compiled with different CUDA versions. "
                "PyTorch has CUDA version 12.8 whereas TorchAudio has CUDA version 12.9. Please install the "
                "TorchAudio version that matches your PyTorch version."),
+    ("SIG330", "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.29' not found "
+               "(required by /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_python.so)"),
+    ("SIG330", "OSError: /lib64/libc.so.6: version `GLIBC_2.28' not found (required by /home/u/.local/lib/"
+               "python3.9/site-packages/nvidia/cudnn/lib/libcudnn.so.9)"),
+    ("SIG330", "ImportError: /usr/lib/libstdc++.so.6: version `CXXABI_1.3.15' not found (required by "
+               "/env/lib/python3.12/site-packages/triton/_C/libtriton.so)"),
     ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
     ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers
