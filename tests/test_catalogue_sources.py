@@ -359,6 +359,9 @@ REAL = [
                "python3.9/site-packages/nvidia/cudnn/lib/libcudnn.so.9)"),
     ("SIG330", "ImportError: /usr/lib/libstdc++.so.6: version `CXXABI_1.3.15' not found (required by "
                "/env/lib/python3.12/site-packages/triton/_C/libtriton.so)"),
+    ("SIG331", "RuntimeError: cuda runtime error (98) : invalid device function at /pytorch/aten/src/THC/"
+               "THCTensorMathPairwise.cu:21"),                                                       # THC era
+    ("SIG331", "RuntimeError: Triton Error [CUDA]: invalid device function"),
     ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
     ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers
