@@ -342,6 +342,9 @@ REAL = [
     ("SIG326", "RuntimeError: PTXAS error: Internal Triton PTX codegen error\nptxas fatal   : Value 'sm_120a' is "
                "not defined for option 'gpu-name'"),
     ("SIG326", "ptxas fatal : Value 'sm_52' is not defined for option 'gpu-name'"),                  # CUDA 13
+    ("SIG327", "RuntimeError: Failed to find C compiler. Please specify via CC environment variable."),  # triton
+    ("SIG327", "RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set "
+               "triton.knobs.build.impl."),
     ("SIG327", "torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
                "torch._inductor.config.cpp.cxx: (None, 'g++')"),
     ("SIG328", "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms"),   # wait_all_ranks
