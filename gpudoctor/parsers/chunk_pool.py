@@ -6,8 +6,8 @@ parsers/stream.py parses the chunks of a large input with this pool and merges w
 is the same as running the jobs one after another in this process (tests/test_chunk_pool.py): with ``jobs`` 1, where
 ``fork`` is not available, or once the pool has broken, they are run here, by the same function.
 
-Workers are forked (they inherit the loaded catalogue and compiled matcher), ignore SIGINT (the reading process
-handles Ctrl-C and stops them), and at most ``jobs + 1`` jobs are in flight, so memory stays flat.
+Workers are forked, on Linux (they inherit the loaded catalogue and compiled matcher), ignore SIGINT (the reading
+process handles Ctrl-C and stops them), and at most ``jobs + 1`` jobs are in flight, so memory stays flat.
 """
 from __future__ import annotations
 
@@ -40,9 +40,12 @@ def default_jobs() -> int:
 
 
 def can_fork() -> bool:
+    """Whether workers can be forked: Linux only (macOS offers fork, but forking after system frameworks are loaded
+    is unsafe there, which is why Python defaults to spawn on it; elsewhere the chunks are parsed in-process)."""
     import multiprocessing
+    import sys
 
-    return "fork" in multiprocessing.get_all_start_methods()
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
 @contextlib.contextmanager
