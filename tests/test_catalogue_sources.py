@@ -365,6 +365,12 @@ REAL = [
     ("SIG331", "RuntimeError: cuda runtime error (98) : invalid device function at /pytorch/aten/src/THC/"
                "THCTensorMathPairwise.cu:21"),                                                       # THC era
     ("SIG331", "RuntimeError: Triton Error [CUDA]: invalid device function"),
+    ("SIG067", "slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the step tasks have been OOM "
+               "Killed."),
+    ("SIG067", "slurmstepd: error: Detected 2 oom-kill event(s) in step 7.0 cgroup. Some of your processes may have "
+               "been killed by the cgroup out-of-memory handler."),                                  # older Slurm
+    ("SIG067", "slurmstepd: error: StepId=7.batch exceeded memory limit (734003200 > 52428800), being killed"),
+    ("SIG067", "srun: error: gpu-node-3: task 5: Out Of Memory"),
     ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
     ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers

@@ -94,3 +94,18 @@ def test_open_module_on_pascal_takes_the_probe_failure_along(tmp_path):
                     "System Processor (GSP).\nNVRM: The NVIDIA probe routine failed for 1 device(s).\n")
     assert "SIG017" not in got
     assert "PCI ID 10de:1d01" in got["SIG411"].evidence[0]
+
+
+def test_an_xid_line_is_explained_by_the_xid_catalogue_not_left_unexplained(tmp_path):
+    """'NVRM: Xid (PCI:...): 74, ... NVLink: fatal error ...' is read as an Xid event (LOG001 names it); its words
+    ('fatal error') must not also list it under SIG000 as an error line no signature explains."""
+    from gpudoctor.parsers.offline import build_snapshot
+
+    p = tmp_path / "kern.log"
+    p.write_text("[ 1234.5] NVRM: Xid (PCI:0000:1b:00): 74, pid=4012, name=python, NVLink: fatal error detected on "
+                 "link 3(0x0, 0x0, 0x10000, 0x0)\n"
+                 "[ 1235.0] pcieport 0000:00:01.0: fatal error: something the catalogue does not know\n")
+    snap, errors = build_snapshot([str(p)])
+    assert not errors and [x.xid for x in snap.logs.xids] == [74]
+    assert snap.logs.error_lines == ["[ 1235.0] pcieport 0000:00:01.0: fatal error: something the catalogue does "
+                                     "not know"]

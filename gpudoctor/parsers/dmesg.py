@@ -18,6 +18,11 @@ from gpudoctor.parsers._text import clean, clip
 _PREFIX = re.compile(r"^\s*(?:\[\s*[\d.]+\]\s*|<\d+>\s*|\w{3}\s+\d+\s+[\d:]+\s+\S+\s+kernel:\s*(?:\[\s*[\d.]+\]\s*)?)?")
 _NVRM = re.compile(r"NVRM:\s*(.*)$")
 _XID = re.compile(r"NVRM:\s*Xid\s*\(\s*(?:PCI:)?([0-9A-Fa-f:.]+)\s*\)\s*:\s*(\d+)\b(.*)$")
+
+
+def is_xid_line(line: str) -> bool:
+    """Whether the Xid parser reads an Xid event from ``line``."""
+    return "Xid" in line and _XID.search(line) is not None
 _BDF = re.compile(r"\b((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b")
 
 

@@ -215,6 +215,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     col.hits += hits
     col.lines += sig_text.count("\n") + (not sig_text.endswith("\n"))
     if {D.ERRORS, D.DMESG, D.NCCL} & set(kinds) and set(kinds) <= LOG_KINDS:  # not inside structured dumps
+        if D.DMESG in kinds:  # an Xid line is explained by the Xid catalogue (LOG001), not left "unexplained"
+            spans += _xid_line_spans(sig_text)
         col.add_unexplained(path, unexplained_error_lines(sig_text, spans, UNEXPLAINED_PER_FILE, errorish))
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
@@ -232,6 +234,24 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         info.note = clip("; ".join(failures), 300)
     col.inputs.append(info)
     return None
+
+
+def _xid_line_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) in the cleaned ``text`` of the kernel-log lines the Xid parser reads (parsers/dmesg.py)."""
+    from gpudoctor.parsers import dmesg
+    from gpudoctor.parsers._text import clean
+
+    t = clean(text)
+    out = []
+    pos = t.find("Xid")
+    while pos >= 0:
+        start = t.rfind("\n", 0, pos) + 1
+        end = t.find("\n", pos)
+        end = len(t) if end < 0 else end
+        if dmesg.is_xid_line(t[start:end]):
+            out.append((start, end))
+        pos = t.find("Xid", end)
+    return out
 
 
 SKIPPED = "skipped: "

@@ -72,7 +72,7 @@ def _conclusion(entry: dict, groups: dict[str, str]) -> str | None:
     if names and not names & values.keys():
         return None  # the match carried none of the facts the sentence needs
     text = _SEGMENT.sub(lambda m: m.group(1) if _fields(m.group(1)) & values.keys() else "", template)
-    text = text.format_map(_Blank(values))
+    text = text.format_map(_Blank(values)).strip()  # optional parts may start with the space that separates them
     if entry["id"] == "SIG057":
         text += _cuda_error_note(groups)
     if groups.get("sxid"):
