@@ -371,6 +371,8 @@ REAL = [
                "been killed by the cgroup out-of-memory handler."),                                  # older Slurm
     ("SIG067", "slurmstepd: error: StepId=7.batch exceeded memory limit (734003200 > 52428800), being killed"),
     ("SIG067", "srun: error: gpu-node-3: task 5: Out Of Memory"),
+    ("SIG332", "RuntimeError: Tensors must be CUDA and dense"),                                  # torch 1.x
+    ("SIG332", "RuntimeError: No backend type associated with device type cpu"),
     ("SIG057", "RuntimeError: Triton Error [CUDA]: invalid argument"),
     ("SIG023", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"),
     # containers

@@ -28,7 +28,7 @@ HIT_FIELDS = ("id", "count", "lines", "files", "groups")
 
 #: signatures added after the golden file was written: their examples would reshuffle the seeded mixed log (the
 #: golden holds what the line-by-line parsers read, so it is not regenerated for a new signature)
-LATER = {"SIG329", "SIG330", "SIG331"}
+LATER = {"SIG329", "SIG330", "SIG331", "SIG332"}
 
 
 def _inputs() -> dict[str, str]:
