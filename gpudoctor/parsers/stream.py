@@ -172,7 +172,7 @@ def parse_chunk(parse_file: ParseFile, col_type: type, name: str, source: bytes 
     """One chunk of a large input -> (parse_file's error or None, a fresh collector with the chunk's facts, the
     chunk's newline count, its size in bytes). ``source``: the chunk's bytes, or (path, start, end) of a plain file
     to read them from. Runs in a worker process (parsers/chunk_pool.py) or in this one; line numbers of its
-    signature hits count from the chunk's start (:func:`_absorb` shifts them)."""
+    signature hits count from the chunk's start (``_Progress.absorb`` shifts them)."""
     raw = source if isinstance(source, bytes) else _read_span(*source)
     col = col_type()
     with chunk_pool.no_gc():
