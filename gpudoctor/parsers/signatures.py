@@ -93,6 +93,8 @@ class _Engine:
         self.always: list[int] = []
         self.extras_always: set[int] = set()
         self.set: Any = None
+        self._low_key: tuple[int, int, int] | None = None  # (id(text), start, end) of the block self._low lower-cases
+        self._low = ""
         if _re2 is not None:
             opts = _re2.Options()
             opts.case_sensitive = False
@@ -140,6 +142,14 @@ class _Engine:
                         pos = m.end()
                         yield m
                 return
+        if self.set is None and self.anchors[i] is not None and self._low_key == (id(t), s0, stop):
+            last = -1  # stdlib engine: only the lines around the signature's literals are searched
+            for w0, w1 in _windows(t, self._low, self.anchors[i], s0, stop):
+                for m in self.rx(i).finditer(t, w0, w1):
+                    if m.start() >= last:
+                        last = m.end()
+                        yield m
+            return
         yield from self.rx(i).finditer(t, s0, stop)
 
     def rx(self, i: int) -> re.Pattern[str]:
@@ -170,8 +180,34 @@ class _Engine:
             extras = {self.extra_index[k] for k in found if k in self.extra_index}
             return sorted(sigs.union(self.always)), extras | self.extras_always
         low = block.lower()
+        # kept for finditer's windows (the caller keys it to the block); lower-casing can change the length: then not
+        self._low_key, self._low = None, (low if len(low) == len(block) else "")
         return ([i for i, a in enumerate(self.anchors) if a is None or any(x in low for x in a)],
                 {k for k, a in enumerate(self.extra_anchors) if a is None or any(x in low for x in a)})
+
+
+def _windows(t: str, low: str, literals: Iterable[str], s0: int, stop: int) -> list[tuple[int, int]]:
+    """Line-aligned, merged windows of ``t`` (absolute offsets within [s0, stop)) reaching OVERLAP characters before
+    and after each occurrence of ``literals`` in ``low`` (t[s0:stop] lower-cased): a match of a signature holds one
+    of its literals, so it lies in one of them."""
+    spans: list[tuple[int, int]] = []
+    n = len(low)
+    for a in literals:
+        p = low.find(a)
+        while p >= 0:
+            spans.append((max(0, p - OVERLAP), min(n, p + len(a) + OVERLAP)))
+            p = low.find(a, p + 1)
+    out: list[tuple[int, int]] = []
+    for w0, w1 in sorted(spans):
+        w0 = t.rfind("\n", s0, s0 + w0) + 1 if w0 > 0 else s0
+        w0 = max(w0, s0)
+        e = t.find("\n", s0 + w1, stop)
+        w1 = stop if e < 0 else e
+        if out and w0 <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], w1))
+        else:
+            out.append((w0, w1))
+    return out
 
 
 @functools.cache
@@ -248,6 +284,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     for s0, s1 in _blocks(t, BLOCK):
         stop = min(n, s1 + OVERLAP)
         found, extras_here = eng.candidates(t[s0:stop])
+        if eng.set is None and eng._low and len(eng._low) == stop - s0:
+            eng._low_key = (id(t), s0, stop)
         for k in extras_here:
             extra_blocks.setdefault(k, []).append((s0, s1, stop))
         for i in found:

@@ -44,7 +44,7 @@ def run_check(paths: list[str], jobs: int | None = None) -> CheckResult:
 
 def _hints(snap) -> list[str]:
     """Advice on how the inputs were read: a large input matched without google-re2 (the optional [fast] extra;
-    docs/benchmarks.md: 1.8 MB/s instead of 35-50 MB/s on 2 cores)."""
+    docs/benchmarks.md: 8 MB/s instead of 35-65 MB/s on 2 cores)."""
     import os
 
     from gpudoctor.parsers import stream
@@ -55,6 +55,6 @@ def _hints(snap) -> list[str]:
     big = [i.path for i in snap.inputs
            if i.status == "read" and os.path.isfile(i.path) and os.path.getsize(i.path) > stream.WHOLE_BYTES]
     if big and engine_name() != "re2-set":
-        return [f"google-re2 is not installed, so {big[0]} was matched ~20x slower than it could be: "
+        return [f"google-re2 is not installed, so {big[0]} was matched several times slower than it could be: "
                 "pip install 'gpudoctor[fast]'"]
     return []
