@@ -142,9 +142,10 @@ class _Engine:
                         pos = m.end()
                         yield m
                 return
-        if self.set is None and self.anchors[i] is not None and self._low_key == (id(t), s0, stop):
+        lits = self.anchors[i] if self.set is None else None
+        if lits is not None and self._low_key == (id(t), s0, stop):
             last = -1  # stdlib engine: only the lines around the signature's literals are searched
-            for w0, w1 in _windows(t, self._low, self.anchors[i], s0, stop):
+            for w0, w1 in _windows(t, self._low, lits, s0, stop):
                 for m in self.rx(i).finditer(t, w0, w1):
                     if m.start() >= last:
                         last = m.end()
