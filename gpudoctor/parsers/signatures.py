@@ -173,16 +173,19 @@ class _Engine:
     def name(self) -> str:
         return "re2-set" if self.set is not None else "literal-prefilter"
 
-    def candidates(self, block: str) -> tuple[list[int], set[int]]:
-        """(indexes of the signatures that may match in ``block``, indexes of the extras that may match in it)."""
+    def candidates(self, block: str, key: tuple[int, int, int] | None = None) -> tuple[list[int], set[int]]:
+        """(indexes of the signatures that may match in ``block``, indexes of the extras that may match in it).
+
+        ``key``: (id(text), start, end) of the block in its text; the stdlib engine keeps the lower-cased block under
+        it for :meth:`finditer`'s windows."""
         if self.set is not None:
             found = self.set.Match(block.encode("utf-8", "surrogatepass")) or []
             sigs = {self.set_index[k] for k in found if k in self.set_index}
             extras = {self.extra_index[k] for k in found if k in self.extra_index}
             return sorted(sigs.union(self.always)), extras | self.extras_always
         low = block.lower()
-        # kept for finditer's windows (the caller keys it to the block); lower-casing can change the length: then not
-        self._low_key, self._low = None, (low if len(low) == len(block) else "")
+        # kept for finditer's windows; lower-casing can change the length (rare characters): then the block is scanned
+        self._low_key, self._low = (key, low) if len(low) == len(block) else (None, "")
         return ([i for i, a in enumerate(self.anchors) if a is None or any(x in low for x in a)],
                 {k for k, a in enumerate(self.extra_anchors) if a is None or any(x in low for x in a)})
 
@@ -284,9 +287,7 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     n = len(t)
     for s0, s1 in _blocks(t, BLOCK):
         stop = min(n, s1 + OVERLAP)
-        found, extras_here = eng.candidates(t[s0:stop])
-        if eng.set is None and eng._low and len(eng._low) == stop - s0:
-            eng._low_key = (id(t), s0, stop)
+        found, extras_here = eng.candidates(t[s0:stop], (id(t), s0, stop))
         for k in extras_here:
             extra_blocks.setdefault(k, []).append((s0, s1, stop))
         for i in found:
