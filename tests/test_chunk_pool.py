@@ -185,3 +185,15 @@ def test_check_says_when_a_large_log_is_matched_without_re2(big_log, monkeypatch
     small.write_text("RuntimeError: CUDA error: out of memory\n")
     monkeypatch.setattr(S, "engine_name", lambda entries=None: "literal-prefilter")
     assert C.run_check([str(small)], jobs=1).hints == []  # a small paste is fast either way
+
+
+def test_large_blocks_get_their_own_mappings_on_glibc():
+    """fixed_mmap_threshold sets glibc's threshold (returns True) and is a no-op elsewhere; either way it raises
+    nothing, and a second call is harmless."""
+    import platform
+
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert chunk_pool.fixed_mmap_threshold() is glibc
+    assert chunk_pool.fixed_mmap_threshold() is glibc
+    blob = bytes(4 * chunk_pool.MMAP_THRESHOLD_BYTES)  # allocating after the change still works
+    assert len(blob) == 4 * 2**20

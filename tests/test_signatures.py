@@ -90,6 +90,17 @@ def test_unexplained_lines_listed_not_the_explained_ones(fix):
     assert unexplained_error_lines("RuntimeError: something new broke", []) == ["RuntimeError: something new broke"]
 
 
+def test_a_warnings_echoed_source_line_is_not_an_error_line():
+    """Python prints a warning as "file:line: Category: message" then the source line that raised it; that source
+    line (``warnings.warn(...)``) repeats the call, not a failure. A new warning category's own line still counts."""
+    text = ('/opt/conda/lib/python3.10/site-packages/torch/nn/modules/transformer.py:306: UserWarning: '
+            'enable_nested_tensor is True, but self.use_nested_tensor is False\n'
+            '  warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why}")\n'
+            '[rank1]:   warnings.warn_explicit(message, category, filename, lineno)\n')
+    assert unexplained_error_lines(text, []) == []
+    assert unexplained_error_lines("x.py:3: RuntimeWarning: WARNING: the run failed", []) != []
+
+
 def test_signature_rules_not_applicable_in_live_scan(fix):
     from gpudoctor.parsers.offline import load_path
 

@@ -40,9 +40,10 @@ ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b
 # every ERRORISH match contains one of these (lower-cased): blocks without any are skipped
 _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "warn", "permission denied", "unable to",
                       "cannot", "can't", "timed out", "assertion", "not found", "not available", "not detected")
+# not error lines: traceback furniture, source lines Python echoes (a warning's `warnings.warn(...)` call), NCCL INFO;
 # a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
 _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(most recent call last\)"
-                    r"|return |\w+ = |Last error:\s*$|>>> )|\bNCCL INFO\b")
+                    r"|return |\w+ = |Last error:\s*$|>>> |warnings\.warn(?:_explicit)?\()|\bNCCL INFO\b")
 
 
 def _re2_form(rx: str) -> str:

@@ -250,6 +250,7 @@ def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, pa
     n_inputs = len(col.inputs)
     carried: list[str] = []  # log formats seen in earlier chunks hold for the rest of the input
     jobs = chunk_pool.default_jobs() if jobs is None else jobs
+    chunk_pool.fixed_mmap_threshold()
     done = _Progress(col)
     pool = chunk_pool.OrderedPool(jobs, parse_chunk, done.absorb, before_fork=lambda: prepare(first_sample),
                                   idle=idle)
