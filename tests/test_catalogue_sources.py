@@ -385,9 +385,110 @@ REAL = [
                "that this"),                                                                        # 575-595
     ("SIG017", "[ 5.1] NVRM: The NVIDIA GPU 0000:41:00.0 (PCI ID: 10de:2330)\n[ 5.1] NVRM: installed in this "
                "system is not supported by the\n[ 5.1] NVRM: NVIDIA 550.90.07 driver release."),
+    # NCCL, second reading (NVIDIA/nccl v2.7.8-1 .. master): more wordings of known causes, and new causes
+    ("SIG032", W + "Call to recv failed : Connection reset by peer"),                          # v2.4-v2.9 socket.h
+    ("SIG037", W + "[Service thread] Accept failed Too many open files"),                       # proxy.cc v2.12+
+    ("SIG037", W + "ncclSocketInit: Socket creation failed : Too many open files"),              # v2.16-v2.23
+    ("SIG037", W + "Net : Socket creation failed : Too many open files"),                        # v2.7-v2.14
+    ("SIG037", W + "UDS: Socket creation error : Too many open files (24)"),                     # ipcsocket.cc v2.18+
+    ("SIG037", "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device "
+               "error.\nLast error:\nUDS: Socket creation error : Too many open files (24)"),   # ncclGetLastError
+    ("SIG008", "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. "
+               "It can be also caused by unexpected exit of a remote peer, you can check NCCL warnings for "
+               "failure reason and see if there is connection closure by a peer."),               # torch 1.10-2.x
+    ("SIG006", W + "Error: failed to create shared memory file /dev/shm/nccl-Xa1b2C, error No space left on device "
+               "(28)"),                                                                            # v2.23+
+    ("SIG336", W + "Could not map /dev/shm/nccl-Ab12Cd"),                                         # v2.12-v2.14
+    ("SIG336", W + "Could not map /dev/shm/nccl-Xa1b2C size 9637888, error: Cannot allocate memory"),  # v2.16-v2.21
+    ("SIG336", W + "Error: Could not map /dev/shm/nccl-Xa1b2C size 9637892, error: Bad address (14)"),  # v2.23+
+    ("SIG333", W + "Could not open XML topology file /etc/nccl/topo.xml : No such file or directory"),  # v2.7+
+    ("SIG334", W + 'Unrecognized element token "collnet" when parsing "ring,collnet"'),       # tuning.cc v2.26+
+    ("SIG334", W + 'Unrecognized prefix token "allreduc" when parsing "allreduc:ring"'),
+    ("SIG035", W + "communicator encountered a fatal error (detected in ncclIbTest)"),           # net_ib v2.23+
+    ("SIG035", "[rank4]: Last error:\n[rank4]: communicator encountered a fatal error (detected in ncclIbIsend)"),
+    ("SIG214", "gpu1:2201:2260 [5] transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"),  # v2.19+
+    ("SIG214", "gpu1:2201:2260 [5] transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'"),    # v2.18
+    ("SIG335", W + "Call to ibv_reg_dmabuf_mr failed with error Operation not supported"),        # ibvwrap.cc v2.13+
+    ("SIG335", W + "Call to ibv_reg_mr failed with error Bad address errno 14"),                 # v2.19+ form
+    ("SIG009", W + "Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory errno 12"),
+    ("SIG009", W + "Call to ibv_create_qp failed with error Cannot allocate memory"),
+    ("SIG114", W + "Call to ibv_open_device failed"),                                            # IBV_PTR_CHECK
+    ("SIG029", "RuntimeError: NCCL Error 3: internal error"),                   # torch/csrc/cuda/nccl.cpp, NCCL <2.18
+    ("SIG029", "RuntimeError: NCCL Error 4: invalid argument"),
+    ("SIG030", "RuntimeError: NCCL Error 5: invalid usage"),
+    ("SIG029", "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:290, internal error"),  # 1.x
+    ("SIG030", "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:514, invalid usage"),
+    ("SIG337", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:176, "
+               "NCCL operation in progress, NCCL version 2.21.5"),
+    ("SIG337", "RuntimeError: NCCL timeout when waiting for nonblocking call to become successful."),
+    # CUDA libraries as torch reports them (ATen's TORCH_CUDABLAS_CHECK / AT_CUDNN_CHECK / CUFFT_CHECK, cuDNN v8 API)
+    ("SIG341", "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, "
+               "opa, opb, (int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea)`"),
+    ("SIG341", "RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasGemmEx(handle, opa, opb)`"),
+    ("SIG341", "RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasLtMatmul(ltHandle, "
+               "computeDesc.descriptor(), &alpha_val)`"),
+    ("SIG342", "RuntimeError: GET was unable to find an engine to execute this computation"),   # Conv_v8.cpp
+    ("SIG342", "RuntimeError: FIND was unable to find an engine to execute this computation"),
+    ("SIG342", "RuntimeError: cuDNN error: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH"),           # cuDNN 9
+    ("SIG342", "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a "
+               "non-contiguous input."),
+    ("SIG342", "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph."),
+    ("SIG342", "Invalid handle. Cannot load symbol cudnnCreate"),
+    ("SIG343", "RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR"),
+    ("SIG343", "RuntimeError: cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling `cusolverDnCreate(handle)`"),
+    # c10/cuda/driver_api.h C10_CUDA_DRIVER_CHECK: "CUDA driver error: " + cuGetErrorString
+    ("SIG340", "RuntimeError: CUDA driver error: operation not supported"),
+    ("SIG012", "RuntimeError: CUDA driver error: out of memory"),
+    ("SIG057", "RuntimeError: CUDA driver error: device kernel image is invalid"),
+    ("SIG346", "[E ProcessGroupNCCL.cpp:1320] Caught exception on rank 2 while running onCompletion hook for "
+               "ProcessGroupNCCL: CUDA error: driver shutting down. Aborting all communicators."),
+    ("SIG001", "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"),     # jiterator, NVRTC
+    ("SIG346", "[W CUDAGuardImpl.h:46] Warning: CUDA warning: driver shutting down (function uncheckedGetDevice)"),
+    ("SIG071", "RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED"),
+    ("SIG002", "ERROR: This container was built for NVIDIA Driver Release 545.23 or later, but\n       version "
+               "535.104.05 was detected and compatibility mode is UNAVAILABLE."),                  # NGC banner
+    ("SIG013", "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [32,0,0] "
+               "Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed."),
+    # kernel: Linux AER, IOMMU (drivers/pci/pcie/aer.c, drivers/iommu/intel/dmar.c, drivers/iommu/amd/iommu.c)
+    ("SIG338", "pcieport 0000:00:01.1: AER: Uncorrected (Fatal) error message received from 0000:41:00.0"),
+    ("SIG338", "pcieport 0000:00:01.1: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, "
+               "(Receiver ID)"),
+    ("SIG098", "pcieport 0000:00:01.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"),
+    ("SIG339", "[ 1523.118210] DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0xfbe00000 [fault reason "
+               "0x06] PTE Read access is not set"),                                                # 5.x+
+    ("SIG339", "DMAR: [DMA Write] Request device [3b:00.0] PASID ffffffff fault addr fbe00000 [fault reason 05] PTE "
+               "Write access is not set"),                                                          # 4.x
+    ("SIG339", "nvidia 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0027 address=0xfd000000 "
+               "flags=0x0020]"),
+    ("SIG339", "AMD-Vi: Event logged [IO_PAGE_FAULT device=41:00.0 domain=0x0027 address=0xfd000000 flags=0x0020]"),
+    # torch.distributed: heartbeat monitor and store wordings by release, torchrun exits
+    ("SIG043", "[E ProcessGroupNCCL.cpp:1182] No PGNCCL's watchdog heartbeat detected, so we are dumping debug info."),
+    ("SIG043", "[F ProcessGroupNCCL.cpp:1170] [Rank 3] NCCL monitor thread timeout. Basically, this could be due to "
+               "CUDA or NCCL calls being unexpectedly blocking, especially when your program enters a deadlock"),
+    ("SIG043", "[rank1]:[E1120 01:13:20.892421310 ProcessGroupNCCL.cpp:1440] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+               "Could not acquire GIL within 300 ms on exit, possible GIL induced hang"),
+    ("SIG042", "[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception "
+               "dump flag from the global store.Connection reset by peer"),                        # v2.3-v2.4
+    ("SIG112", "torch.distributed.DistBackendError: NCCL communicator encountered error set by ProcessGroupNCCL: "
+               "Process Group destroyed on rank 0"),
+    ("SIG344", "E0412 09:01:55.331000 22871 torch/distributed/elastic/agent/server/api.py:1008] Error waiting on exit "
+               "barrier. Elapsed: 300.10 seconds"),
+    ("SIG344", "ERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. Elapsed: "
+               "300.0478765964508 seconds"),                                                        # v1.x
+    ("SIG345", "Root Cause (first observed failure):\n[0]:\n  time      : 2024-05-14_10:22:31\n  host      : gpu-3\n"
+               "  rank      : 5 (local_rank: 5)\n  exitcode  : -15 (pid: 77121)\n  error_file: <N/A>\n"
+               "  traceback : Signal 15 (SIGTERM) received by PID 77121"),
 ]
 
 BENIGN = [
+    "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py:456: UserWarning: Plan failed with a cudnnException: "
+    "CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED",
+    "[    0.110000] DMAR: IOMMU enabled",
+    "[    0.120000] AMD-Vi: Interrupt remapping enabled",
+    "I0412 09:01:55.331000 22871 torch/distributed/elastic/agent/server/api.py:1000] Local worker group finished "
+    "(WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
+    "gpu1:2201:2201 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/microsoft/ndv5-topo.xml",
+    "gpu1:2201:2201 [0] NCCL INFO NCCL_ALGO set by environment to ring,tree",
     "gpu1:2201:2201 [0] NCCL INFO Call to connect returned Connection refused, retrying",
     "gpu1:2201:2201 [0] NCCL INFO socketStartConnect: connect returned Connection refused, retrying (1/34) after "
     "sleep for 100 msec",
@@ -734,3 +835,89 @@ def test_real_format_string_instantiations_match(sid, line):
 @pytest.mark.parametrize("line", BENIGN + BENIGN_SYSTEM)
 def test_info_and_lookalike_lines_stay_quiet(line):
     assert match_signatures(line) == []
+
+
+@pytest.mark.parametrize("line,want,not_want", [
+    (W + "Call to ibv_reg_mr failed with error Cannot allocate memory", "SIG009", "SIG335"),  # memlock
+    (W + "Call to ibv_reg_dmabuf_mr failed with error Operation not supported", "SIG335", "SIG009"),  # DMA-BUF
+    (W + "Call to ibv_reg_mr failed with error Bad address", "SIG335", "SIG009"),  # peer memory, not memlock
+    (W + "Call to socket failed : Too many open files", "SIG037", "SIG335"),
+])
+def test_the_errno_picks_the_cause_of_a_failed_registration(line, want, not_want):
+    ids = {h.id for h in match_signatures(line)}
+    assert want in ids and not_want not in ids
+
+
+def test_a_failed_cuda_call_is_not_read_as_a_system_call():
+    """SIG037 reads "<call> failed : <errno>"; cudaIpcGetMemHandle's 'invalid argument' is a CUDA error string."""
+    assert "SIG037" not in {h.id for h in match_signatures(W + "cudaIpcGetMemHandle failed : invalid argument")}
+    assert "SIG037" in {h.id for h in match_signatures(W + "Call to open failed : Invalid argument")}
+
+
+def test_ib_completion_conclusion_names_the_peer_apart_from_the_status(tmp_path):
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "ib.txt"
+    p.write_text(W + "NET/IB : Got completion from peer 10.0.0.5<45678> with status=12 opcode=0 len=0 vendor err 129 "
+                     "(Recv) localGid ::ffff:10.0.0.4\n")
+    snap, _ = build_snapshot([str(p)])
+    got = {f.rule_id: f for f in evaluate(snap).findings}
+    assert got["SIG034"].data["conclusion"] == "IB completion status 12 from peer 10.0.0.5<45678>."
+
+
+def test_the_last_error_text_is_an_error_line_even_without_an_error_word():
+    """torch prints ncclGetLastError() after "Last error:" without NCCL's WARN prefix; an unknown one is still
+    listed as unexplained (the payload is the cause the user needs), on its own line or on the same line."""
+    from gpudoctor.parsers.signatures import unexplained_error_lines
+
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error (run "
+            "with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+            "[rank2]: Last error:\n[rank2]: NET/Plugin: some plugin said no to 10.0.0.2\n")
+    spans: list = []
+    match_signatures(text, spans=spans)
+    assert unexplained_error_lines(text, spans) == ["[rank2]: NET/Plugin: some plugin said no to 10.0.0.2"]
+    one = "Last error: something the plugin said\n"
+    assert unexplained_error_lines(one, []) == ["Last error: something the plugin said"]
+    assert unexplained_error_lines("Last error:\n\n", []) == []
+
+
+@pytest.mark.parametrize("line", [
+    "gpu1:2201:2201 [0] transport.cc:384 NCCL WARN Cannot initialize CollNet, using point-to-point network instead",
+    "[W Utils.hpp:133] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is deprecated; use "
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function getCvarInt)",
+    "[    4.51] nvidia: module verification failed: signature and/or required key missing - tainting kernel",
+])
+def test_quiet_lines_are_not_unexplained_errors(line):
+    from gpudoctor.parsers.signatures import unexplained_error_lines
+
+    assert unexplained_error_lines(line, []) == []
+
+
+def test_the_static_graph_error_is_not_also_the_unused_parameters_error(tmp_path):
+    """reducer.cpp's static_graph message starts like the unused-parameters one; find_unused_parameters is the
+    wrong fix for it, so SIG052 is reported inside SIG056."""
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "ddp.txt"
+    p.write_text("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
+                 "This error indicates that your training graph has changed in this iteration, e.g., one parameter is "
+                 "used in first iteration, but then got unused in the second iteration. this is not compatible with "
+                 "static_graph set to True.\n")
+    ids = {f.rule_id for f in evaluate(build_snapshot([str(p)])[0]).findings}
+    assert "SIG056" in ids and "SIG052" not in ids
+
+
+def test_the_exit_barrier_wait_is_not_reported_as_an_unreachable_master(tmp_path):
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "exit.txt"
+    p.write_text("[E socket.cpp:957] [c10d] The client socket has timed out after 300s while trying to connect to "
+                 "(node-0, 29400).\nERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. "
+                 "Elapsed: 300.0478765964508 seconds\n")
+    ids = {f.rule_id for f in evaluate(build_snapshot([str(p)])[0]).findings}
+    assert "SIG344" in ids and "SIG038" not in ids
+

@@ -109,3 +109,34 @@ def test_an_xid_line_is_explained_by_the_xid_catalogue_not_left_unexplained(tmp_
     assert not errors and [x.xid for x in snap.logs.xids] == [74]
     assert snap.logs.error_lines == ["[ 1235.0] pcieport 0000:00:01.0: fatal error: something the catalogue does "
                                      "not know"]
+
+
+def test_xid_lines_of_mig_instances_are_read(tmp_path):
+    """On a MIG GPU the driver adds the GPU (and compute) instance to the Xid line: 'Xid (PCI:0000:01:00 GPU-I:05)'
+    (open-gpu-kernel-modules kern_gpu_error_cont_ga100.c); each is an Xid event of the physical GPU."""
+    from gpudoctor.parsers.offline import build_snapshot
+
+    p = tmp_path / "kern.log"
+    p.write_text("[ 77.1] NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, name=python, Contained: CE User Channel "
+                 "(0x9). RST: No, D-RST: No\n"
+                 "[ 78.2] NVRM: Xid (PCI:0000:17:00 GPU-I:01 GPU-CI:00): 43, pid=22831, name=python, Ch 00000008\n")
+    snap, errors = build_snapshot([str(p)])
+    assert not errors
+    assert [(x.xid, x.pci_bus_id) for x in snap.logs.xids] == [(94, "0000:01:00"), (43, "0000:17:00")]
+
+
+def test_a_kernel_log_of_only_known_messages_without_error_words_is_recognised(tmp_path):
+    """An IOMMU fault line has no error word and no NVRM prefix; what a signature names is still an error text,
+    diagnosed instead of refused as an unknown format."""
+    from gpudoctor.parsers.offline import build_snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "dmesg.txt"
+    p.write_text("[ 1523.118210] DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0xfbe00000 [fault "
+                 "reason 0x06] PTE Read access is not set\n")
+    snap, errors = build_snapshot([str(p)])
+    assert not errors
+    assert "SIG339" in {f.rule_id for f in evaluate(snap).findings}
+    q = tmp_path / "notes.txt"
+    q.write_text("the IOMMU is set to passthrough on these hosts\n")
+    assert build_snapshot([str(q)])[1]  # still refused: nothing in it is known

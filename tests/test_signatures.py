@@ -108,3 +108,14 @@ def test_signature_rules_not_applicable_in_live_scan(fix):
     st = {o.rule_id: o.status for o in rep.outcomes}
     assert st["SIG001"] == "not_applicable" and st["LOG001"] == "not_applicable"
     assert st["SIG000"] == "not_applicable"   # a live scan takes no log text
+
+
+def test_a_warning_header_whose_trailing_space_was_stripped_is_still_a_warning():
+    """torch warns with the text on the next lines ('...__init__.py:283: UserWarning: ' + newline); editors and
+    GitHub strip the trailing space, and the paste is still a Python warning."""
+    from gpudoctor.parsers import detect as D
+
+    text = ("/usr/local/lib/python3.10/site-packages/torch/cuda/__init__.py:283: UserWarning:\n"
+            "    Found GPU0 NVIDIA GeForce GTX 1070 which is of cuda capability 6.1.\n")
+    assert D.ERRORS in D.detect(text)
+    assert D.ERRORS in D.detect(text.replace("UserWarning:\n", "UserWarning: \n"))

@@ -11,7 +11,7 @@ import json
 import re
 
 from gpudoctor.parsers.nvidia_smi import WHOLE_MESSAGE as WHOLE_SMI_MESSAGE
-from gpudoctor.parsers.signatures import has_errorish
+from gpudoctor.parsers.signatures import has_errorish, match_signatures
 
 JSON = "gpudoctor-json"
 # gpudoctor's own outputs other than a saved scan report: recognised so that they are explained, never read
@@ -87,7 +87,8 @@ PATH_VALUE = "echo $LD_LIBRARY_PATH"
 _PATH_VALUE = re.compile(r"""\A\s*(?:[^\n]*\becho[ \t]+["']?\$\{?[A-Za-z_]\w*\}?["']?[ \t]*\n\s*)?"""
                          r"/[^\s:]*(?::(?:/[^\s:]*)?)*[ \t]*\s*\Z")
 #: a Python warning as the warnings module prints it: "…/torch/cuda/__init__.py:128: UserWarning: CUDA initialization…"
-_PY_WARNING = re.compile(r"^\S*\.py:\d+: [A-Z]\w*Warning: ", re.M)
+# "file.py:12: UserWarning: text"; or the header alone, its text on the next lines, trailing space stripped or not
+_PY_WARNING = re.compile(r"^\S*\.py:\d+: [A-Z]\w*Warning:(?: |[ \t]*$)", re.M)
 #: nvidia-bug-report.sh's prologue or its section layout (44 underscores, an empty line, "*** /proc/..."), found in
 #: any piece of one (parsers/bug_report.py)
 BUG_REPORT_MARK = re.compile(r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version: \d"
@@ -259,6 +260,17 @@ def detect(text: str) -> list[str]:
         kinds.append(ENV)
     elif not kinds and len(text) < 64 * 1024 and _PATH_VALUE.match(text):
         kinds.append(PATH_VALUE)
-    if has_errorish(text) or ("Warning: " in text and ".py:" in text and _PY_WARNING.search(text)):
+    if has_errorish(text) or ("Warning:" in text and ".py:" in text and _PY_WARNING.search(text)):
         kinds.append(ERRORS)
+    elif not kinds and len(text) <= SIGNATURE_PROBE_CHARS and _any_signature(text):
+        kinds.append(ERRORS)  # a known message without an error word (a kernel IOMMU fault, a torch E-level log)
     return kinds
+
+
+SIGNATURE_PROBE_CHARS = 1 << 20  # unrecognised text up to 1 MiB is also tried against the signature catalogue
+
+
+def _any_signature(text: str) -> bool:
+    """Whether any catalogue signature matches ``text``: what a signature names is an error text, whatever its
+    wording (parsers/signatures.py)."""
+    return bool(match_signatures(text, spans=[], errorish=[]))

@@ -17,7 +17,9 @@ from gpudoctor.parsers._text import clean, clip
 
 _PREFIX = re.compile(r"^\s*(?:\[\s*[\d.]+\]\s*|<\d+>\s*|\w{3}\s+\d+\s+[\d:]+\s+\S+\s+kernel:\s*(?:\[\s*[\d.]+\]\s*)?)?")
 _NVRM = re.compile(r"NVRM:\s*(.*)$")
-_XID = re.compile(r"NVRM:\s*Xid\s*\(\s*(?:PCI:)?([0-9A-Fa-f:.]+)\s*\)\s*:\s*(\d+)\b(.*)$")
+# "NVRM: Xid (PCI:0000:3b:00): 79, ..."; on a MIG GPU the GPU and compute instance follow the address:
+# "(PCI:0000:01:00 GPU-I:05)", "(PCI:0000:17:00 GPU-I:01 GPU-CI:00)" (open-gpu-kernel-modules kernel_rc.c, 470+)
+_XID = re.compile(r"NVRM:\s*Xid\s*\(\s*(?:PCI:)?([0-9A-Fa-f:.]+)(?:\s+GPU-C?I:\s*\d+)*\s*\)\s*:\s*(\d+)\b(.*)$")
 
 
 def is_xid_line(line: str) -> bool:

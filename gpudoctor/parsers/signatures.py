@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -240,6 +241,7 @@ def prepare(sample: str = "") -> None:
     match_signatures(sample, spans=[], errorish=[])
     _explains(catalogue())
     _errorish_re2()
+    _quiet()
 
 
 def engine_name(entries: list[dict[str, Any]] | None = None) -> str:
@@ -366,16 +368,17 @@ def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: 
     :func:`match_signatures` reported them in ``errorish`` (None: the whole text is searched)."""
     t = clean(text)
     starts, ends = _merge_spans(spans)
+    quiet = _quiet()
     out: list[str] = []
     last = -1
-    for start in _errorish_line_starts(t, blocks):
+    for start in heapq.merge(_errorish_line_starts(t, blocks), _last_error_payloads(t)):
         if start == last:
             continue  # another match on the same line
         last = start
         end = t.find("\n", start)
         end = len(t) if end < 0 else end
         line = t[start:end]
-        if _NOISE.search(line):
+        if _NOISE.search(line) or (quiet is not None and quiet.search(line)):
             continue
         k = bisect.bisect_right(starts, end) - 1  # the last covered interval that starts before the line ends
         if k >= 0 and ends[k] >= start:
@@ -386,6 +389,38 @@ def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: 
             if len(out) >= limit:
                 return out
     return out
+
+
+@functools.cache
+def _quiet() -> re.Pattern | None:
+    """The catalogue's [[quiet]] entries in one pattern: harmless lines with an error word, never unexplained."""
+    from gpudoctor.compat import data
+
+    rxs = [q["regex"] for q in data.load("signatures").get("quiet", [])]
+    return re.compile("|".join(f"(?:{rx})" for rx in rxs), re.IGNORECASE) if rxs else None
+
+
+_LAST_ERROR = "Last error:"
+
+
+def _last_error_payloads(t: str) -> Iterator[int]:
+    """Start offsets of the lines that follow torch's "Last error:" (NCCL's ncclGetLastError text: the WARN message
+    without its "NCCL WARN" prefix, so often without an error word ERRORISH would see), or of the text after it on the
+    same line; in order."""
+    pos = t.find(_LAST_ERROR)
+    while pos >= 0:
+        after = pos + len(_LAST_ERROR)
+        eol = t.find("\n", after)
+        eol = len(t) if eol < 0 else eol
+        if t[after:eol].strip():  # "Last error: <text>" on one line: the line itself
+            yield t.rfind("\n", 0, pos) + 1
+        elif eol < len(t):
+            nxt = t.find("\n", eol + 1)
+            line = t[eol + 1:len(t) if nxt < 0 else nxt]
+            body = line.split("]:", 1)[1] if line.lstrip().startswith("[rank") and "]:" in line else line
+            if body.strip():
+                yield eol + 1
+        pos = t.find(_LAST_ERROR, after)
 
 
 def _errorish_line_starts(t: str, blocks: list[tuple[int, int]] | None = None) -> Iterator[int]:
