@@ -44,7 +44,7 @@ def run_check(paths: list[str], jobs: int | None = None) -> CheckResult:
 
 def _hints(snap) -> list[str]:
     """Advice on how the inputs were read: a large input matched without google-re2 (the optional [fast] extra;
-    docs/benchmarks.md: 8 MB/s instead of 35-65 MB/s on 2 cores)."""
+    docs/benchmarks.md: 8-10 MB/s instead of 35-110 MB/s on 2 cores)."""
     import os
 
     from gpudoctor.parsers import stream
