@@ -921,3 +921,32 @@ def test_the_exit_barrier_wait_is_not_reported_as_an_unreachable_master(tmp_path
     ids = {f.rule_id for f in evaluate(build_snapshot([str(p)])[0]).findings}
     assert "SIG344" in ids and "SIG038" not in ids
 
+
+def test_workers_torchrun_stopped_after_another_failed_are_not_a_sigterm_root_cause():
+    """torchrun SIGTERMs the other workers once one fails: their -15 under "Other Failures" is not the cause."""
+    text = ("Failures:\n[1]:\n  time      : 2024-05-14_10:22:31\n  host      : gpu-3\n  rank      : 6 (local_rank: 6)\n"
+            "  exitcode  : -15 (pid: 77122)\n  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM) received by PID "
+            "77122\n-----\nRoot Cause (first observed failure):\n[0]:\n  time      : 2024-05-14_10:22:30\n"
+            "  host      : gpu-3\n  rank      : 5 (local_rank: 5)\n  exitcode  : 1 (pid: 77121)\n")
+    ids = {h.id for h in match_signatures(text)}
+    assert "SIG050" in ids and "SIG345" not in ids
+
+
+@pytest.mark.parametrize("line,want", [
+    ("pcieport 0000:00:01.1: AER: Uncorrectable (Fatal) error message received from 0000:41:00.0", "SIG338"),  # 6.8+
+    ("pcieport 0000:00:01.1: AER: Correctable error message received from 0000:41:00.0", "SIG098"),           # 6.8+
+])
+def test_aer_wording_of_newer_kernels(line, want):
+    assert want in {h.id for h in match_signatures(line)}
+
+
+def test_the_shm_mmap_failure_explains_the_segment_line_after_it():
+    from gpudoctor.parsers.signatures import unexplained_error_lines
+
+    text = (W + "Error: Could not map /dev/shm/nccl-Xa1b2C size 9637892, error: Cannot allocate memory (12)\n"
+            + W + "Error while creating shared memory segment /dev/shm/nccl-Xa1b2C (size 9637888), error: Cannot "
+            "allocate memory (12)\n")
+    spans: list = []
+    assert "SIG336" in {h.id for h in match_signatures(text, spans=spans)}
+    assert unexplained_error_lines(text, spans) == []
+
