@@ -3,7 +3,10 @@
 Each fault runs a small torch program in a fresh process, with the environment it needs, and keeps its stderr and
 stdout as the user would paste them: NCCL_SOCKET_IFNAME naming no interface, a CPU tensor given to an NCCL
 collective, GPU out of memory (with and without expandable segments), a device-side index assert, a DataLoader
-worker killed by SIGKILL, and a torchrun worker ended by SIGTERM. Nothing changes the
+worker killed by SIGKILL, a torchrun worker ended by SIGTERM; and (2026-12-03) an out-of-memory under a per-process
+memory fraction, a truncated checkpoint, a checkpoint refused by weights_only, a Git LFS pointer given to torch.load,
+torch.save to a full device (/dev/full), FSDP with frozen and trainable parameters in one unit, FSDP on a module left
+on the CPU, and a CUDA tensor from expandable segments sent to another process. Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
     PYTHONPATH=. python3 scripts/gpu_fault_logs.py OUT_DIR
@@ -60,6 +63,68 @@ if int(os.environ.get("LOCAL_RANK", "0")) == 0:
     time.sleep(1); os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(30)
 """
+OOM_FRACTION = """
+import torch
+torch.cuda.set_per_process_memory_fraction(0.2, 0)
+total = torch.cuda.get_device_properties(0).total_memory
+x = torch.empty(int(total * 0.3), dtype=torch.uint8, device="cuda")
+"""
+TRUNCATED_CHECKPOINT = """
+import os, tempfile, torch
+p = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+torch.save({"w": torch.randn(1024, 1024)}, p)
+with open(p, "r+b") as f:
+    f.truncate(os.path.getsize(p) // 2)
+torch.load(p)
+"""
+WEIGHTS_ONLY = """
+import os, tempfile, torch
+class RunConfig:
+    lr = 3e-4
+p = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+torch.save({"w": torch.zeros(2), "config": RunConfig()}, p)
+torch.load(p)
+"""
+LFS_POINTER = """
+import os, tempfile, torch
+p = os.path.join(tempfile.mkdtemp(), "model.bin")
+with open(p, "w") as f:
+    f.write("version https://git-lfs.github.com/spec/v1\\noid sha256:4d7a2146d3c1e2f0\\nsize 438007537\\n")
+torch.load(p, weights_only=False)
+"""
+SAVE_DISK_FULL = """
+import torch
+torch.save({"w": torch.randn(4096, 4096)}, "/dev/full")
+"""
+FSDP_MIXED_GRAD = """
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29514")
+dist.init_process_group("nccl", rank=0, world_size=1)
+torch.cuda.set_device(0)
+m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)).cuda()
+m[0].weight.requires_grad_(False)
+FSDP(m, use_orig_params=False)
+"""
+FSDP_ON_CPU = """
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29515")
+dist.init_process_group("nccl", rank=0, world_size=1)
+torch.cuda.set_device(0)
+m = FSDP(torch.nn.Linear(8, 8))
+m(torch.randn(2, 8, device="cuda")).sum().backward()
+"""
+EXPANDABLE_IPC = """
+import torch, torch.multiprocessing as mp
+def child(q):
+    t = q.get(); print("child got", t.device, t.sum().item())
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn"); q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,)); p.start()
+    q.put(torch.ones(1 << 20, device="cuda")); p.join(60)
+    print("child exit", p.exitcode)
+"""
 
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
@@ -70,6 +135,14 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "cuda-oom-expandable-segments": (["-c", OOM], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
     "dataloader-worker-killed": (["-c", DATALOADER_KILLED], {}),
     "cuda-index-assert": (["-c", INDEX_ASSERT], {}),
+    # added 2026-12-03: checkpoints, FSDP set-up, memory cap, expandable segments across processes
+    "cuda-oom-memory-fraction": (["-c", OOM_FRACTION], {}),
+    "checkpoint-truncated": (["-c", TRUNCATED_CHECKPOINT], {}),
+    "checkpoint-weights-only": (["-c", WEIGHTS_ONLY], {}),
+    "checkpoint-lfs-pointer": (["-c", LFS_POINTER], {}),
+    "checkpoint-save-disk-full": (["-c", SAVE_DISK_FULL], {}),
+    "fsdp-mixed-requires-grad": (["-c", FSDP_MIXED_GRAD], {}),
+    "fsdp-module-on-cpu": (["-c", FSDP_ON_CPU], {}),
 }
 TIMEOUT_S = 120
 
@@ -108,9 +181,15 @@ def main() -> int:
     faults = {name: ([py, *args], env) for name, (args, env) in FAULTS.items()}
     script = out / "sigterm_worker.py"
     script.write_text(SIGTERM_WORKER)
+    ipc = out / "expandable_ipc.py"  # spawn re-imports the main module: it must be a file
+    ipc.write_text(EXPANDABLE_IPC)
+    faults["expandable-segments-ipc"] = ([py, str(ipc)], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
     faults["torchrun-worker-sigterm"] = ([py, "-m", "torch.distributed.run", "--nproc_per_node", "1",
                                           "--master_port", "29513", str(script)], {})
+    only = set(sys.argv[2:])  # optional: run only these faults
     for name, (args, env) in faults.items():
+        if only and name not in only:
+            continue
         log = run_fault(name, args, env, out)
         found = check(log)
         print(f"{name}: {'; '.join(found) if found else 'no signature'}", flush=True)

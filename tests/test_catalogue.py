@@ -12,7 +12,7 @@ from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.parsers.signatures import catalogue, match_signatures
 from gpudoctor.rules import evaluate
 
-FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi"}
+FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi", "checkpoint"}
 ENTRIES = catalogue()
 IDS = {e["id"] for e in ENTRIES}
 WITH_EXAMPLE = [e for e in ENTRIES if "example" in e]

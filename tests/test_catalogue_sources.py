@@ -467,7 +467,7 @@ REAL = [
                "CUDA or NCCL calls being unexpectedly blocking, especially when your program enters a deadlock"),
     ("SIG043", "[rank1]:[E1120 01:13:20.892421310 ProcessGroupNCCL.cpp:1440] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
                "Could not acquire GIL within 300 ms on exit, possible GIL induced hang"),
-    ("SIG042", "[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception "
+    ("SIG386", "[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception "
                "dump flag from the global store.Connection reset by peer"),                        # v2.3-v2.4
     ("SIG112", "torch.distributed.DistBackendError: NCCL communicator encountered error set by ProcessGroupNCCL: "
                "Process Group destroyed on rank 0"),

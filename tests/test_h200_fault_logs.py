@@ -1,6 +1,6 @@
-"""`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, run 2026-12-02; record in
-docs/examples/h200-fault-logs-2026-12-02/README.md): each log, as the program printed it, names its cause, with
-nothing left unexplained."""
+"""`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, runs of 2026-12-02 and
+2026-12-03; records in docs/examples/h200-fault-logs-2026-12-02/ and h200-fault-logs-2026-12-03/): each log, as the
+program printed it, names its cause, with nothing left unexplained."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,6 +20,15 @@ EXPECTED = {
     "dataloader-worker-killed": "SIG081",      # a worker SIGKILLed while loading
     "cuda-index-assert": "SIG013",             # nn.Embedding(10) given index 12
     "torchrun-worker-sigterm": "SIG345",       # the worker got SIGTERM
+    # 2026-12-03
+    "dataloader-worker-killed-queue-reset": "SIG081",  # the same fault; the main process saw the queue reset first
+    "cuda-oom-memory-fraction": "SIG371",      # set_per_process_memory_fraction(0.2), then 30 % of the GPU
+    "checkpoint-truncated": "SIG372",          # torch.load of a checkpoint cut to half its size
+    "checkpoint-weights-only": "SIG375",       # a checkpoint holding a user class, default weights_only=True
+    "checkpoint-lfs-pointer": "SIG376",        # torch.load of a Git LFS pointer file
+    "checkpoint-save-disk-full": "SIG373",     # torch.save to /dev/full (ENOSPC)
+    "fsdp-mixed-requires-grad": "SIG378",      # one FSDP unit with a frozen weight, use_orig_params=False
+    "fsdp-module-on-cpu": "SIG379",            # FSDP(module on the CPU) without device_id
 }
 
 

@@ -119,3 +119,26 @@ def test_a_warning_header_whose_trailing_space_was_stripped_is_still_a_warning()
             "    Found GPU0 NVIDIA GeForce GTX 1070 which is of cuda capability 6.1.\n")
     assert D.ERRORS in D.detect(text)
     assert D.ERRORS in D.detect(text.replace("UserWarning:\n", "UserWarning: \n"))
+
+
+def test_a_message_quoted_in_code_or_a_command_is_not_what_happened():
+    """A traceback echoes the source line under its `File "...", line N` line: a `raise X("...")` there holds the
+    message the code could raise, not the one it did (the exception line below says that); so do a `raise` or
+    `logger.error(` line pasted from a script and a `$ grep "..."` command."""
+    echo = ('Traceback (most recent call last):\n'
+            '  File "train.py", line 31, in main\n'
+            '    raise RuntimeError("NCCL error: unhandled system error, check /dev/shm size")\n'
+            'ValueError: invalid literal for int() with base 10: \'abc\'\n')
+    assert match_signatures(echo) == []
+    spans: list = []
+    match_signatures(echo, spans=spans)
+    assert unexplained_error_lines(echo, spans) == ["ValueError: invalid literal for int() with base 10: 'abc'"]
+    for code in ('raise RuntimeError(f"NCCL error: unhandled system error {x}")\n',
+                 '[rank0]:     logger.error("CUDA error: out of memory")\n',
+                 '$ grep -n "unhandled system error" train.log\n'):
+        assert match_signatures(code) == [], code
+    # the same message said by the program still fires, also right after a traceback's source line
+    said = echo.replace("ValueError: invalid literal for int() with base 10: 'abc'",
+                        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system"
+                        " error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5")
+    assert [h.id for h in match_signatures(said)] == ["SIG008"]

@@ -41,10 +41,31 @@ ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b
 # every ERRORISH match contains one of these (lower-cased): blocks without any are skipped
 _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "warn", "permission denied", "unable to",
                       "cannot", "can't", "timed out", "assertion", "not found", "not available", "not detected")
-# not error lines: traceback furniture, source lines Python echoes (a warning's `warnings.warn(...)` call), NCCL INFO;
+# not error lines: traceback furniture (Python's, and the C++ 'frame #N:' lines of a c10::Error), source lines
+# Python echoes (a warning's `warnings.warn(...)` call), NCCL INFO;
 # a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
-_NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)?(?:File \"|\^+$|~+$|Traceback \(most recent call last\)"
-                    r"|return |\w+ = |Last error:\s*$|>>> |warnings\.warn(?:_explicit)?\()|\bNCCL INFO\b")
+_NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:File \"|\^+$|~+$|frame #\d+: "
+                    r"|Traceback \(most recent call last\)|return |\w+ = |Last error:\s*$|>>> "
+                    r"|warnings\.warn(?:_explicit)?\()|\bNCCL INFO\b")
+
+
+# a line of code, not a message: the source line a Python traceback echoes under its `File "...", line N` line, or a
+# statement that builds a message (`raise X("...")`, `assert ..., "..."`, `print(`, `logger.error(`), or a command
+# typed at a shell or Python prompt (`$ grep "..." log`): the text quoted in it is not an error that happened
+_CODE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*(?:raise\s+[A-Za-z_][\w.]*\s*\(|assert\s|print\(|(?:self\.)?"
+                        r"(?:logger|logging|log|LOG)\.(?:error|warning|warn|critical|exception|fatal|info)\(|"
+                        r"TORCH_CHECK\(|TORCH_WARN|C10_THROW_ERROR\(|WARN\(\"|(?:\$|>>>|In \[\d+\]:)\s)")
+_FILE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*File \"[^\"\n]*\", line \d+")
+
+
+def _code_line(t: str, ls: int) -> bool:
+    """True when the line of ``t`` starting at ``ls`` is code or a typed command (see _CODE_LINE), not output."""
+    if _CODE_LINE.match(t, ls):
+        return True
+    if ls < 2 or t[ls] not in " \t[":
+        return False
+    ps = t.rfind("\n", 0, ls - 1) + 1
+    return _FILE_LINE.match(t, ps, ls - 1) is not None
 
 
 def _re2_form(rx: str) -> str:
@@ -303,6 +324,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     break
                 if m.start() < prev_end:
                     continue  # already counted from the previous block's overlap
+                if _code_line(t, t.rfind("\n", 0, m.start()) + 1):
+                    continue  # quoted in code or a command, not said by the program
                 if i in last and t.find("\n", last[i].end(), m.start()) < 0:
                     last[i] = m
                     continue  # a second match on the same line: one occurrence
@@ -378,7 +401,7 @@ def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: 
         end = t.find("\n", start)
         end = len(t) if end < 0 else end
         line = t[start:end]
-        if _NOISE.search(line) or (quiet is not None and quiet.search(line)):
+        if _NOISE.search(line) or (quiet is not None and quiet.search(line)) or _code_line(t, start):
             continue
         k = bisect.bisect_right(starts, end) - 1  # the last covered interval that starts before the line ends
         if k >= 0 and ends[k] >= start:

@@ -245,7 +245,14 @@ def xids(ctx):
         else:
             title = f"Xid {code} (not in gpudoctor's table)"
             sev, action, blame = "warning", f"look up Xid {code} in NVIDIA's Xid catalogue", "unknown"
+        if code == 154:  # the driver names the required action: it sets the severity and the fix
+            sev, action = _recovery_action(events[-1].line, sev, action)
         ev = [f"{len(events)} event(s) on GPU {bus}, blame: {blame}", f"first: {events[0].line}"]
+        pids = {m.group(1) for x in events for m in [_PID.search(x.line)] if m}
+        if blame == "application" and sev != "info" and len(pids) >= 3 and not any(c == code and b != bus
+                                                                             for c, b in groups):
+            ev.append(f"{len(pids)} different processes hit Xid {code} on this GPU and on no other: a fault that "
+                      "follows one GPU rather than one program points at the GPU (run `dcgmi diag -r 3` on it)")
         if len(events) > 1:
             ev.append(f"last: {events[-1].line}")
         follow = {c: len(groups[(c, bus)]) for c in FOLLOW_ON_XIDS if (c, bus) in groups and code not in FOLLOW_ON_XIDS}
@@ -255,6 +262,21 @@ def xids(ctx):
         yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
                           data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
                                 "follow_on": follow})
+
+
+_PID = re.compile(r"\bpid=(\d+)")
+_RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \(([^)]+)\)")
+
+
+def _recovery_action(line: str, sev: str, action: str) -> tuple[str, str]:
+    """(severity, action) for Xid 154's line: those of the action it changed to (rules/xid.toml recovery_action),
+    else the catalogue's ``sev`` / ``action`` (an unknown name, or the line cut before it)."""
+    m = _RECOVERY.search(line)
+    name = m.group(1).strip() if m else ""
+    entry = data.load("xid").get("recovery_action", {}).get(name)
+    if entry is None:
+        return sev, action
+    return entry["severity"], f"{name}: {entry['action']}"
 
 
 @rule("LOG002")
