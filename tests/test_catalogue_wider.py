@@ -5,6 +5,8 @@ gives the source and releases); the benign lines are look-alikes that must stay 
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpudoctor.parsers.offline import build_snapshot
@@ -180,3 +182,16 @@ def test_one_gpu_faulting_for_many_programs_is_pointed_at(tmp_path):
     assert any("3 different processes" in e for e in _findings(tmp_path, lines)["LOG001"].evidence)
     one = "".join(f"[{t}.1] NVRM: Xid (PCI:0000:db:00): 31, pid=4411, Ch 00000008\n" for t in (100, 200, 300))
     assert not any("different processes" in e for e in _findings(tmp_path, one)["LOG001"].evidence)
+
+
+def test_a_quoted_paste_is_read_as_what_it_quotes(tmp_path):
+    """A reply on GitHub or in an e-mail quotes the output with '> ' on every line: the quote markers go, the format
+    is recognised (here nvidia-smi's table), and an unquoted text is left as it is."""
+    from gpudoctor.parsers._text import unquote
+
+    smi = (Path(__file__).parent / "fixtures" / "h200-text" / "nvidia-smi.txt").read_text()
+    p = tmp_path / "reply.txt"
+    p.write_text("".join(f"> {x}\n" if x.strip() else ">\n" for x in smi.splitlines()))
+    snap, errors = build_snapshot([str(p)])
+    assert not errors and snap.nvml is not None and snap.nvml.gpus
+    assert unquote("a > b\nRuntimeError: x\n") == "a > b\nRuntimeError: x\n"

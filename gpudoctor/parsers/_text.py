@@ -88,3 +88,17 @@ def size_bytes(value: str | None, default_unit: str = "") -> int | None:
         return None
     num, unit = float(m.group(1)), (m.group(2) or default_unit).upper()
     return int(num * 1024 ** _POW.get(unit, 0))
+
+
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+
+
+def unquote(text: str, limit: int = 1 << 20) -> str:
+    """``text`` without e-mail / Markdown quote markers ("> " at the start of each line) when it is a quoted paste:
+    at least 80 % of its non-empty lines carry one (a reply quoting an nvidia-smi table or a traceback). Other texts,
+    and texts over ``limit`` characters (logs, not pastes), are returned as they are."""
+    if len(text) > limit or not text.lstrip()[:1] == ">":
+        return text
+    lines = [x for x in text.split("\n") if x.strip()]
+    quoted = sum(1 for x in lines if x.lstrip().startswith(">"))
+    return _QUOTE.sub("", text) if lines and quoted >= 0.8 * len(lines) else text

@@ -19,7 +19,7 @@ from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
 from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
-from gpudoctor.parsers._text import clip
+from gpudoctor.parsers._text import clip, unquote
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
     _attach,
     _attach_processes,
@@ -185,7 +185,9 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     from gpudoctor.parsers.offline_formats import FileParse, parse_formats
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
-    kinds = D.detect(text) if kinds is None else kinds
+    if kinds is None:
+        text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
+        kinds = D.detect(text)
     info = InputFile(path=path, kinds=list(kinds))
     own = next((k for k in kinds if k in D.OWN_OUTPUTS), None)
     if own is not None:  # explained, never parsed and never searched for error signatures
