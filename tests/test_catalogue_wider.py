@@ -195,3 +195,10 @@ def test_a_quoted_paste_is_read_as_what_it_quotes(tmp_path):
     snap, errors = build_snapshot([str(p)])
     assert not errors and snap.nvml is not None and snap.nvml.gpus
     assert unquote("a > b\nRuntimeError: x\n") == "a > b\nRuntimeError: x\n"
+
+
+def test_a_full_dev_shm_is_the_shared_memory_finding_not_a_full_disk(tmp_path):
+    got = _findings(tmp_path, "RuntimeError: unable to write to file </torch_4410_1862_0>: No space left on device (28)"
+                              "\nOSError: [Errno 28] No space left on device\n")
+    assert "SIG006" in got and "SIG374" not in got
+    assert "SIG374" not in {h.id for h in match_signatures("ENOSPC while writing /dev/shm/nccl-AbC")}
