@@ -132,7 +132,7 @@ def test_scan_rereads_nvlink_counters_after_the_confirmation_runs(monkeypatch, t
     assert res.exit_code == 0, res.output
     assert seen and seen[0] > 0
     top006 = [f for f in json.loads(out.read_text())["findings"] if f["rule_id"] == "TOP006"]
-    assert [(f["severity"], f["subject"]) for f in top006] == [("info", "GPU 0"), ("warning", "GPU 1")]
+    assert [(f["severity"], f["subject"]) for f in top006] == [("warning", "GPU 1"), ("info", "GPU 0")]  # worst first
 
 
 def test_compute_apps_csv_with_no_process_is_not_a_bad_input(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from gpudoctor.parsers.nvidia_smi import NO_DRIVER as NO_DRIVER_MESSAGE
 from gpudoctor.parsers.nvidia_smi import WHOLE_MESSAGE as WHOLE_SMI_MESSAGE
 from gpudoctor.parsers.signatures import has_errorish, match_signatures
 
@@ -135,7 +136,10 @@ _RULES: list[tuple[str, re.Pattern]] = [
             r"NVIDIA-SMI\s+\d+\.\d+|^\|\s+\d+\s+.+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
             r"|NVIDIA-SMI has failed because"
             # its whole output is "No devices were found" / "Failed to initialize NVML: ...": a diagnosis
-            r"|(?i:" + WHOLE_SMI_MESSAGE.pattern + ")",
+            r"|(?i:" + WHOLE_SMI_MESSAGE.pattern + ")"
+            # or, in a terminal capture of several commands, what follows the `$ nvidia-smi` prompt line
+            r"|^[^\n]*[$#][ \t]*(?:sudo[ \t]+)?nvidia-smi(?:[ \t][^\n|]*)?\n[ \t]*(?i:"
+            + NO_DRIVER_MESSAGE.pattern + ")",
             re.M,
         ),
     ),
@@ -221,7 +225,8 @@ _OWN_GATES = {"cvc": ("cuda-version-check", "PASS  torch ", "FAIL  torch "),
 def _gate(text: str, kind: str) -> bool:
     """False when no match of ``kind``'s pattern can be in ``text`` (none of its GATES literals is there)."""
     if kind == SMI:  # its table rows hold '|'; its whole-output messages are matched at the start only (\A...\Z)
-        return "NVIDIA-SMI" in text or "|" in text or WHOLE_SMI_MESSAGE.match(text) is not None
+        return ("NVIDIA-SMI" in text or "|" in text or "nvidia-smi" in text
+                or WHOLE_SMI_MESSAGE.match(text) is not None)
     lits = GATES.get(kind) or _OWN_GATES.get(kind)
     return lits is None or any(a in text for a in lits)
 

@@ -56,7 +56,7 @@ def parse_table(text: str) -> NvmlFacts:
     t = clean(text)
     nv = NvmlFacts(source=SOURCE_TABLE)
     m = NO_DRIVER.search(t)
-    if m and "|" not in t:
+    if m and not _HDR.search(t) and not any(_ROW1.match(x) for x in t.split("\n")):  # the message, no table
         nv.error = m.group(0).strip()
         nv.gpu_count = 0
         if NO_DEVICES.fullmatch(nv.error):  # NVML initialised (so the driver is loaded) and listed no GPU: known

@@ -55,17 +55,26 @@ _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:File \"|\^+$|~+$|frame
 _CODE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*(?:raise\s+[A-Za-z_][\w.]*\s*\(|assert\s|print\(|(?:self\.)?"
                         r"(?:logger|logging|log|LOG)\.(?:error|warning|warn|critical|exception|fatal|info)\(|"
                         r"TORCH_CHECK\(|TORCH_WARN|C10_THROW_ERROR\(|WARN\(\"|(?:\$|>>>|In \[\d+\]:)\s)")
-_FILE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*File \"[^\"\n]*\", line \d+")
+_FILE_LINE = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)File \"[^\"\n]*\", line \d+")
+_PREFIXED_INDENT = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)")
 
 
 def _code_line(t: str, ls: int) -> bool:
-    """True when the line of ``t`` starting at ``ls`` is code or a typed command (see _CODE_LINE), not output."""
+    """True when the line of ``t`` starting at ``ls`` is code or a typed command (see _CODE_LINE), not output.
+
+    A traceback echoes a frame's source line under its ``File "...", line N`` line, indented deeper (4 spaces under
+    2); the exception line that ends the traceback is not indented, so a traceback whose source lines are missing
+    (no source file, or trimmed by the user) still has its exception read."""
     if _CODE_LINE.match(t, ls):
         return True
     if ls < 2 or t[ls] not in " \t[":
         return False
     ps = t.rfind("\n", 0, ls - 1) + 1
-    return _FILE_LINE.match(t, ps, ls - 1) is not None
+    frame = _FILE_LINE.match(t, ps, ls - 1)
+    if frame is None:
+        return False
+    here = _PREFIXED_INDENT.match(t, ls)
+    return here is not None and len(here.group(1)) > len(frame.group(1))
 
 
 def _re2_form(rx: str) -> str:

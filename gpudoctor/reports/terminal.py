@@ -136,14 +136,43 @@ def _print_outcomes(outs: list, console: Console, verbose: bool, offline: bool) 
                               highlight=False)
 
 
+DIAGNOSIS_LINES = 5  #: problems listed in `check`'s diagnosis block; the sections below have them all
+
+
+def _print_diagnosis(report: Report, console: Console) -> None:
+    """`check`: the errors and warnings, cause first (the report's order: gpudoctor.rules.order), one line each
+    with the first one's fix, before the per-area sections."""
+    worst = [f for f in report.findings if f.severity in ("error", "warning")]
+    if not worst:
+        return
+    console.print("[bold]Diagnosis[/] [dim](cause first; details by area below)[/]")
+    for f in worst[:DIAGNOSIS_LINES]:
+        sym, style = MARK[f.severity]
+        subj = f" — {escape(f.subject)}" if f.subject else ""
+        console.print(f"  [{style}]{sym}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}", highlight=False)
+    console.print(f"    [green]→ fix first:[/] {escape(worst[0].remedy)}", highlight=False)
+    if len(worst) > DIAGNOSIS_LINES:
+        console.print(f"  [dim]… and {len(worst) - DIAGNOSIS_LINES} more below[/]")
+    console.print()
+
+
 def _print_sections(report: Report, console: Console, verbose: bool) -> None:
-    """One section per area (in :data:`AREAS` order) that has rule outcomes."""
+    """One section per area (in :data:`AREAS` order) that has rule outcomes. In `check` (offline, not verbose) the
+    areas whose every rule lacks its facts in the inputs share one line instead of one section each."""
     by_area: dict[str, list[Finding]] = defaultdict(list)
     for f in report.findings:
         by_area[f.area].append(f)
     outcomes_by_area = defaultdict(list)
     for o in report.outcomes:
         outcomes_by_area[o.area].append(o)
+    offline = bool(report.snapshot.inputs)
+    if offline and not verbose:
+        blank = [a for a in AREAS if outcomes_by_area.get(a) and not by_area.get(a)
+                 and all(o.status == "not_assessed" for o in outcomes_by_area[a])]
+        if blank:
+            console.print(f"[magenta]\\[?][/] [dim]not assessed, their facts are not in the inputs: "
+                          f"{escape(', '.join(blank))} (-v lists the rules)[/]", highlight=False)
+        outcomes_by_area = defaultdict(list, {a: o for a, o in outcomes_by_area.items() if a not in blank})
     for area in AREAS:
         outs = outcomes_by_area.get(area, [])
         if not outs:
@@ -185,6 +214,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         if i.status == "rejected" or (i.status == "skipped" and verbose):
             console.print(f"    [dim]{i.status}:[/] {escape(i.path)}: {escape(i.reason or '')}", highlight=False)
     console.print()
+    if snap.inputs:
+        _print_diagnosis(report, console)
     _print_sections(report, console, verbose)
     if snap.topology is not None:
         from gpudoctor.reports.topology import render_topology

@@ -30,6 +30,11 @@ def no_driver(ctx):
     elif nv.gpu_count == 0:
         if not ctx.known("nvml", "gpus"):
             raise NotAssessed(f"GPU list not in the facts (from {nv.source})")
-        yield ctx.finding([f"driver {nv.driver_version or '(version not in the input)'} loaded, but NVML lists 0 GPUs"],
-                          title="NVIDIA driver loaded but no GPU visible", remedy=NO_GPU_FIX,
+        ev = [f"driver {nv.driver_version or '(version not in the input)'} loaded, but NVML lists 0 GPUs"]
+        topo = ctx.snap.topology
+        on_bus = [d for d in (topo.pcie if topo is not None else []) if d.kind == "gpu"]
+        if on_bus:  # lspci / sysfs: the GPUs are on the bus, so the driver (or the container) did not give them
+            ev.append(f"{len(on_bus)} NVIDIA GPU(s) on the PCI bus ({on_bus[0].bdf}: {on_bus[0].name or '?'}): the "
+                      "driver did not initialise them, or this container or VM was not given them (dmesg | grep NVRM)")
+        yield ctx.finding(ev, title="NVIDIA driver loaded but no GPU visible", remedy=NO_GPU_FIX,
                           data={"driver_version": nv.driver_version, "gpu_count": 0})

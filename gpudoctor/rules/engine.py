@@ -17,6 +17,7 @@ from gpudoctor.facts.findings import Finding, Report, RuleOutcome, Severity, Sum
 from gpudoctor.facts.known import state_of
 from gpudoctor.facts.model import Snapshot
 from gpudoctor.rules.families import AREAS, BY_PREFIX  # noqa: F401 (AREAS re-exported: the report's section order)
+from gpudoctor.rules.order import cause_first
 
 
 class NotAssessed(Exception):
@@ -227,6 +228,7 @@ def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
         got, out = run(spec, Ctx(snap, spec))
         findings.extend(got)
         outcomes.append(out)
+    findings = cause_first(findings, [i.path for i in snap.inputs])
     return Report(snapshot=snap, findings=findings, outcomes=outcomes, summary=summarize(snap, findings, outcomes))
 
 

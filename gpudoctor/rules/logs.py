@@ -10,6 +10,7 @@ import string
 from typing import TYPE_CHECKING
 
 from gpudoctor.compat import data
+from gpudoctor.facts.findings import SEVERITY_ORDER
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.parsers.hit_origin import describe
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, define, rule
@@ -156,9 +157,10 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
     return out
 
 
-def _suppressed(entry: dict, hit_ids: set[str]) -> tuple[bool, list[str]]:
-    """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``),
-    or it is a family's generic form (``fallback``) and a specific signature of that family matched."""
+def _suppressed(entry: dict, hit_ids: set[str], hits=()) -> tuple[bool, list[str]]:
+    """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``), it is a
+    family's generic form (``fallback``) and a specific signature of that family matched, or it carries another
+    error's text (``wraps``) and another signature matched on its first line (``hits``: every SignatureHit)."""
     causes = [c for c in entry.get("follows", []) if c in hit_ids]
     if causes:
         return True, causes
@@ -167,6 +169,13 @@ def _suppressed(entry: dict, hit_ids: set[str]) -> tuple[bool, list[str]]:
         others = [h for h in hit_ids if h != entry["id"] and _FAMILY.get(h) == fam]
         if others:
             return True, sorted(others)
+    if entry.get("wraps"):
+        own = next((h for h in hits if h.id == entry["id"]), None)
+        same = sorted({h.id for h in hits if own is not None and h.id != own.id and h.id not in _WRAPS
+                       and h.first_line is not None and h.first_line == own.first_line
+                       and h.files[:1] == own.files[:1]})
+        if same:
+            return True, same
     return False, []
 
 
@@ -178,7 +187,7 @@ def _register_signature(entry: dict) -> None:
         hit_ids = {h.id for h in logs.signatures}
         for hit in logs.signatures:
             if hit.id == sid:
-                if _suppressed(entry, hit_ids)[0]:
+                if _suppressed(entry, hit_ids, logs.signatures)[0]:
                     return  # a follow-on: the cause's finding lists it
                 ev = [f"matched ({describe(hit)}):"] + [f"  {line}" for line in hit.lines]
                 concl = _conclusion(entry, hit.groups)
@@ -188,10 +197,15 @@ def _register_signature(entry: dict) -> None:
                 follow = [h for h in logs.signatures if h.id != sid and sid in _FOLLOWS.get(h.id, ())]
                 for f in follow:
                     ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
-                yield ctx.finding(ev, data={"count": hit.count, "files": hit.files, "groups": hit.groups,
-                                            "ranks": hit.ranks, "hosts": hit.hosts, "gpus": hit.gpus,
-                                            "first_line": hit.first_line, "last_line": hit.last_line,
-                                            "conclusion": concl, "follow_on": [f.id for f in follow]})
+                # `escalates`: a cause whose follow-on is an error is an error itself (a Fabric Manager warning that
+                # left CUDA failing with 802 stopped the job); other causes keep theirs (a harmless race at exit)
+                sev = max([entry["severity"]] + [_SEVERITY[f.id] for f in follow if entry.get("escalates")],
+                          key=SEVERITY_ORDER.__getitem__)
+                yield ctx.finding(ev, severity=sev, data={"family": entry.get("family", ""), "count": hit.count,
+                                                          "files": hit.files, "groups": hit.groups,
+                                                          "ranks": hit.ranks, "hosts": hit.hosts, "gpus": hit.gpus,
+                                                          "first_line": hit.first_line, "last_line": hit.last_line,
+                                                          "conclusion": concl, "follow_on": [f.id for f in follow]})
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"
     check.__name__ = f"signature_{sid.lower()}"
@@ -202,6 +216,8 @@ def _register_signature(entry: dict) -> None:
 _ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))
 _FAMILY: dict[str, str] = {e["id"]: e.get("family", "") for e in _ENTRIES}
 _FOLLOWS: dict[str, tuple[str, ...]] = {e["id"]: tuple(e.get("follows", ())) for e in _ENTRIES}
+_SEVERITY: dict[str, str] = {e["id"]: e["severity"] for e in _ENTRIES}
+_WRAPS: frozenset[str] = frozenset(e["id"] for e in _ENTRIES if e.get("wraps"))
 
 
 for _entry in _ENTRIES:
@@ -335,7 +351,7 @@ def known_causes(text: str, snap: Snapshot, limit: int = 3) -> list[tuple[dict, 
     out: list[tuple[dict, list[str]]] = []
     for h in hits:
         entry = by_id.get(h.id)
-        if entry is None or _suppressed(entry, hit_ids)[0]:
+        if entry is None or _suppressed(entry, hit_ids, hits)[0]:
             continue
         concl = _conclusion(entry, h.groups)
         out.append((entry, ([concl] if concl else []) + _context(entry, snap)))

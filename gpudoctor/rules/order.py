@@ -1,0 +1,46 @@
+"""Cause-first order of a report's findings (issue 14 item 3, "root cause first").
+
+The order, within one severity (errors, then warnings, then notes):
+
+1. what the hardware or the kernel reported: an Xid that blames the GPU, the node or the fabric, and the kernel and
+   nvidia-smi signatures (a GPU off the bus or a driver/library mismatch explains the CUDA and NCCL errors above it);
+2. the findings of the fact rules (versions, settings, topology read from the dumps or probed live);
+3. the signatures of the logs, in the order they first appear (input file, then line): in a log the first error is
+   the likeliest cause, the later ones its consequences (the follow-ons the catalogue knows are already folded into
+   their cause's finding);
+4. log findings with no position (e.g. a transport compared across hosts), then the findings about the inputs
+   themselves (SIG000 unexplained lines, LOG000 unreadable inputs).
+
+Within a group the rule registry's order is kept (the sort is stable).
+"""
+from __future__ import annotations
+
+from gpudoctor.facts.findings import SEVERITY_ORDER, Finding
+
+_HARDWARE_BLAME = frozenset({"GPU", "node", "fabric"})  # rules/xid.toml `blame`
+_ROOT_FAMILIES = frozenset({"kernel", "nvidia-smi"})  # rules/signatures.toml `family`
+_ABOUT_THE_INPUTS = frozenset({"SIG000", "LOG000"})
+
+
+def _group(f: Finding) -> int:
+    if f.rule_id in _ABOUT_THE_INPUTS:
+        return 4
+    if f.data.get("blame") in _HARDWARE_BLAME or f.data.get("family") in _ROOT_FAMILIES:
+        return 0
+    if not f.rule_id.startswith(("SIG", "LOG")):
+        return 1
+    return 2 if f.data.get("first_line") is not None else 3
+
+
+def cause_first(findings: list[Finding], files: list[str] | None = None) -> list[Finding]:
+    """``findings`` sorted worst first, then cause first (the module docstring). ``files``: the inputs in the order
+    they were given (a log finding's position is its first file's index there, then its first line)."""
+    index = {p: i for i, p in enumerate(files or [])}
+
+    def key(f: Finding) -> tuple[int, int, int, int]:
+        hit_files = f.data.get("files") or []
+        first = f.data.get("first_line")
+        where = index.get(hit_files[0], len(index)) if hit_files else len(index)
+        return (-SEVERITY_ORDER[f.severity], _group(f), where, first if isinstance(first, int) else 0)
+
+    return sorted(findings, key=key)
