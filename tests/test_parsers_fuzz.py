@@ -143,7 +143,15 @@ import re  # noqa: E402
 
 from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E402
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
-from gpudoctor.parsers import _text, hit_origin, regex_literals, topo, topology_text, torch_messages  # noqa: E402
+from gpudoctor.parsers import (  # noqa: E402
+    _text,
+    hit_origin,
+    launch_ranks,
+    regex_literals,
+    topo,
+    topology_text,
+    torch_messages,
+)
 from gpudoctor.probes import nvml as nvml_probe  # noqa: E402
 from gpudoctor.probes import topology as topology_probe  # noqa: E402
 from gpudoctor.probes import torch_probe  # noqa: E402
@@ -186,6 +194,7 @@ HELPERS = {
     "normalize_bdf": (lspci.normalize_bdf, ValueError), "link_class": (topo.link_class, ()),
     "nvlink_count": (topo.nvlink_count, ()), "strip_ansi": (topo.strip_ansi, ()),
     "origin": (hit_origin.origin, ()), "anchors": (regex_literals.anchors, re.error),
+    "rank_announcements": (launch_ranks.parse_rank_announcements, ()),
 }
 
 

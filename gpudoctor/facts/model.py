@@ -23,12 +23,13 @@ from gpudoctor.facts.confirm_model import ConfirmationFacts
 from gpudoctor.facts.topo_model import *  # noqa: F403
 from gpudoctor.facts.topo_model import NvLink, NvLinkDetail, NvLinkState, TopologyFacts  # noqa: F401
 
-SCHEMA_VERSION = "2.1"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "2.2"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 # 2.0: one NvLink model (GpuFacts.nvlinks and TopologyFacts.nvlinks: same fields); NvmlFacts.fabric_states removed
 #      (never read; TopologyFacts.fabric holds the fabric state). 1.x reports load: unknown keys are ignored.
 #      Also: inputs[].status / reason, confirmation status "interrupted" (issue 15); confirmation.selftest,
 #      confirmation.baseline (issue 16).
 # 2.1: logs.signatures[] ranks, hosts, gpus, first_line, last_line (where a signature fired; issue 14).
+# 2.2: logs.rank_announcements (launcher rank lines: the same global rank started twice; issue 14).
 
 Unlimited = Literal["unlimited"]
 
@@ -231,6 +232,16 @@ class SignatureHit(_Model):
     last_line: int | None = Field(None, description="line number of the last match (in files[-1])")
 
 
+class RankAnnouncement(_Model):
+    """A launcher's line naming one process's global rank (parsers/launch_ranks.py)."""
+
+    rank: int = Field(description="global rank")
+    world_size: int
+    restart: int | None = Field(None, description="torchrun's restart_count of the rendezvous, when printed")
+    source: Literal["lightning", "torchrun"]
+    line: str
+
+
 class XidEvent(_Model):
     xid: int
     pci_bus_id: str | None = None
@@ -274,6 +285,9 @@ class LogFacts(_Model):
     )
     peer_access: dict[str, bool] = Field(default_factory=dict, description="'a,b' -> cudaDeviceCanAccessPeer(a, b) "
                                          "as a pasted check printed it")
+    rank_announcements: list[RankAnnouncement] = Field(
+        default_factory=list, description="launcher lines naming a process's global rank and world size (Lightning's "
+                                          "GLOBAL_RANK lines, torchrun's rendezvous result), in input order")
 
 
 class InputFile(_Model):

@@ -104,6 +104,7 @@ def is_bug_report_piece(text: str) -> bool:
 
 
 NCCL = "NCCL log"
+LAUNCH = "launcher rank lines"
 ENV = "env dump"
 COMMAND = "command line"
 ERRORS = "error text"
@@ -181,6 +182,8 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
     (DRIVER_VERSION, re.compile(r"^[ \t]*NVRM version: NVIDIA UNIX\b", re.M)),
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
+    (LAUNCH, re.compile(r"(?i:initializing ddp|Initializing distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+"
+                        r"|Rendezvous complete for workers\. Result:")),
     (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
     (
         COMMAND,
@@ -216,6 +219,7 @@ GATES: dict[str, tuple[str, ...]] = {
     DMESG: ("NVRM:", "Xid"),
     DRIVER_VERSION: ("NVRM version",),
     NCCL: ("NCCL ", " set by environment to"),
+    LAUNCH: ("GLOBAL_RANK: ", "Rendezvous complete for workers"),
     COMMAND: ("docker", "podman", "singularity", "apptainer", "enroot", "srun", "mpirun", "torchrun", "kubectl"),
 }
 _OWN_GATES = {"cvc": ("cuda-version-check", "PASS  torch ", "FAIL  torch "),

@@ -32,7 +32,7 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
 UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (the first ones)
-LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 
@@ -57,6 +57,7 @@ class Collected:
     unexplained: list[tuple[str, str]] = field(default_factory=list)  # (path, line), UNEXPLAINED_PER_FILE per path
     commands: list[str] = field(default_factory=list)
     peer: dict[str, bool] = field(default_factory=dict)
+    ranks: list = field(default_factory=list)  # RankAnnouncement, in input order
     lines: int = 0
     line_base: int = 0  # lines of the current input before the chunk being parsed (parsers/stream.py)
     base: Snapshot | None = None
@@ -379,6 +380,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     logs.error_lines += [x for _, x in col.unexplained if x not in logs.error_lines]
     logs.commands += col.commands
     logs.peer_access.update(col.peer)
+    logs.rank_announcements += col.ranks
     _scrub_logs(logs)
     if col.lines or col.base is None:
         snap.logs = logs

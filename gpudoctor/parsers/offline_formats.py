@@ -119,6 +119,13 @@ def _nccl(fp: FileParse, text: str) -> None:
     fp.section("logs")
 
 
+def _launch(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers.launch_ranks import parse_rank_announcements
+
+    fp.col.ranks += parse_rank_announcements(text)
+    fp.section("logs")
+
+
 def _env(fp: FileParse, text: str) -> None:
     from gpudoctor.parsers import env_dump
 
@@ -193,6 +200,7 @@ HANDLERS: dict[str, Handler] = {
     D.DF: _df,
     D.DMESG: _kernel_log,
     D.NCCL: _nccl,
+    D.LAUNCH: _launch,
     D.ENV: _env,
     D.PATH_VALUE: _path_value,
     D.COMMAND: _commands,

@@ -150,7 +150,7 @@ def _sample_kinds(sample: str, carried: list[str]) -> list[str]:
 
 def _log_kinds(raw: bytes, kinds: list[str]) -> list[str]:
     """``kinds`` plus the log formats found anywhere in the chunk, by substring (a full detect() of megabytes costs
-    seconds): a kernel log's NVRM lines, NCCL's INFO/WARN lines."""
+    seconds): a kernel log's NVRM lines, NCCL's INFO/WARN lines, a launcher's rank lines."""
     from gpudoctor.parsers import detect as D
 
     out = list(kinds)
@@ -158,6 +158,8 @@ def _log_kinds(raw: bytes, kinds: list[str]) -> list[str]:
         out.append(D.DMESG)
     if D.NCCL not in out and (b"NCCL INFO" in raw or b"NCCL WARN" in raw):
         out.append(D.NCCL)
+    if D.LAUNCH not in out and (b"GLOBAL_RANK: " in raw or b"Rendezvous complete for workers" in raw):
+        out.append(D.LAUNCH)
     return out
 
 

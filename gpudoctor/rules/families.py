@@ -29,7 +29,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("GPU", "GPU health", "GPU health", ("gpu_health",)),
     Family("HST", "Host", "Host", ("host",)),
     Family("SIG", "Logs & errors", "Logs & errors: known error signatures", ("logs",)),
-    Family("LOG", "Logs & errors", "Logs & errors: log facts", ("logs",)),
+    Family("LOG", "Logs & errors", "Logs & errors: log facts", ("logs", "launch")),
     Family("NCL", "NCCL & environment", "NCCL & environment", ("nccl_env", "env_values")),
     Family("PCI", "PCIe", "PCIe", ("pcie",)),
     Family("PRF", "Confirmation runs", "Performance (self-test, SKU table, baseline, siblings)", ("performance",)),

@@ -1,0 +1,51 @@
+"""Launcher lines that announce a process's global rank -> :class:`~gpudoctor.facts.model.RankAnnouncement` list.
+
+Read (format strings from the sources):
+
+- PyTorch Lightning / Lightning Fabric ``_init_dist_connection``: ``"Initializing distributed: GLOBAL_RANK:
+  {global_rank}, MEMBER: {global_rank + 1}/{world_size}"`` (lightning_fabric/utilities/distributed.py, 1.6+), and
+  before it ``"initializing ddp: GLOBAL_RANK: {global_rank}, MEMBER: {global_rank + 1}/{world_size}"``
+  (pytorch_lightning/plugins/training_type/ddp.py, 1.0-1.5).
+- torchrun's elastic agent, after each rendezvous (torch/distributed/elastic/agent/server/api.py, 1.9+):
+  ``"[default] Rendezvous complete for workers. Result:\\n  restart_count=0\\n ...  global_ranks=[0, 1, 2, 3]\\n
+  role_world_sizes=[8, 8, 8, 8]\\n  global_world_sizes=[8, 8, 8, 8]"``: one block per node, listing its workers.
+
+Two processes announcing the same global rank of one world are two launches of the same ranks (srun without
+``--ntasks-per-node``, two nodes given the same ``--node-rank``): the job waits for ranks that were never started.
+"""
+from __future__ import annotations
+
+import re
+
+from gpudoctor.facts.model import RankAnnouncement
+
+_LIGHTNING = re.compile(r"(?:initializing ddp|Initializing distributed): GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)",
+                        re.IGNORECASE)
+_AGENT = re.compile(r"Rendezvous complete for workers\. Result:(?P<body>(?:\s*\n[^\n]*?\s\w+=[^\n]*){2,12})")
+_FIELD = re.compile(r"\b(restart_count|global_ranks|global_world_sizes)=([^\n]*)")
+LITERALS = ("GLOBAL_RANK: ", "Rendezvous complete for workers")  #: every announcement holds one of these
+MAX_ANNOUNCEMENTS = 100_000  #: per input: a rank line per process and restart, so a bound far above real jobs
+
+
+def _ints(v: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", v)]
+
+
+def parse_rank_announcements(text: str) -> list[RankAnnouncement]:
+    """Every rank announcement in ``text``, in order (the line is clipped to 200 characters)."""
+    out: list[RankAnnouncement] = []
+    if "GLOBAL_RANK: " in text:
+        for m in _LIGHTNING.finditer(text):
+            ls = text.rfind("\n", 0, m.start()) + 1
+            le = text.find("\n", m.end())
+            out.append(RankAnnouncement(rank=int(m.group(1)), world_size=int(m.group(2)), source="lightning",
+                                        line=text[ls:le if le >= 0 else len(text)].strip()[:200]))
+    if "Rendezvous complete for workers" in text:
+        for m in _AGENT.finditer(text):
+            f = {k: v for k, v in _FIELD.findall(m.group("body"))}
+            ranks, worlds = _ints(f.get("global_ranks", "")), _ints(f.get("global_world_sizes", ""))
+            restart = _ints(f.get("restart_count", ""))
+            for r, w in zip(ranks, worlds, strict=False):  # a cut-off block: the pairs it has
+                out.append(RankAnnouncement(rank=r, world_size=w, restart=restart[0] if restart else None,
+                                            source="torchrun", line=f"global_ranks={f.get('global_ranks', '')}"[:200]))
+    return out[:MAX_ANNOUNCEMENTS]

@@ -1,0 +1,43 @@
+"""LOG005: the launcher's rank lines show the same global ranks started twice and others never
+(parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's rendezvous results)."""
+from __future__ import annotations
+
+from collections import Counter
+
+from gpudoctor.rules.engine import NotAssessed, rule
+
+
+def _ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 3, 7] -> '0-3, 7'."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and r == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
+
+
+@rule("LOG005")
+def duplicate_ranks(ctx):
+    """Counts each world's announced global ranks: some announced more than once while others never were (so not
+    a restart, which announces every rank again)."""
+    logs = ctx.snap.logs
+    if logs is None or not logs.rank_announcements:
+        raise NotAssessed("no launcher rank lines (Lightning GLOBAL_RANK, torchrun rendezvous result) in the inputs")
+    by_world: dict[int, Counter] = {}
+    for a in logs.rank_announcements:
+        by_world.setdefault(a.world_size, Counter())[a.rank] += 1
+    for world, counts in sorted(by_world.items()):
+        twice = sorted(r for r, n in counts.items() if n > 1)
+        missing = sorted(set(range(world)) - set(counts))
+        if not twice or not missing:
+            continue
+        first = next(a for a in logs.rank_announcements if a.world_size == world and a.rank == twice[0])
+        yield ctx.finding(
+            [f"world size {world}: global rank(s) {_ranges(twice)} started {max(counts.values())} times, rank(s) "
+             f"{_ranges(missing)} never ({len(counts)} of {world} ranks seen)",
+             f"e.g. {first.line}",
+             "the launcher started the same ranks on several nodes: the job waits for the missing ranks"],
+            subject=f"world size {world}",
+            data={"world_size": world, "duplicated": twice, "missing": missing, "source": first.source})

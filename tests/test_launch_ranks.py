@@ -1,0 +1,68 @@
+"""LOG005: the same global ranks started twice and others never, from the launchers' rank lines (format strings in
+gpudoctor/parsers/launch_ranks.py); a restart (every rank again) or one node's log (a subset, once each) is quiet."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.parsers.launch_ranks import parse_rank_announcements
+
+runner = CliRunner()
+
+
+def lightning(ranks, world, new=True):
+    word = "Initializing distributed" if new else "initializing ddp"
+    return "".join(f"{word}: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in ranks)
+
+
+def agent(ranks, world, restart=0, node_rank=0):
+    return ("[2026-03-02 10:00:01,118] torch.distributed.elastic.agent.server.api: [INFO] [default] Rendezvous "
+            f"complete for workers. Result:\n  restart_count={restart}\n  master_addr=gpu-a01\n  master_port=29500\n"
+            f"  group_rank={node_rank}\n  group_world_size=2\n  local_ranks={list(range(len(ranks)))}\n"
+            f"  role_ranks={list(ranks)}\n  global_ranks={list(ranks)}\n  role_world_sizes={[world] * len(ranks)}\n"
+            f"  global_world_sizes={[world] * len(ranks)}\n  event_log_handler=null\n")
+
+
+def _log005(tmp_path: Path, text: str) -> tuple[str, list[dict]]:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    status = next(o["status"] for o in doc["outcomes"] if o["rule_id"] == "LOG005")
+    return status, [f for f in doc["findings"] if f["rule_id"] == "LOG005"]
+
+
+@pytest.mark.parametrize("text", [
+    "GPU available: True (cuda), used: True\n" + lightning(range(4), 8) + lightning(range(4), 8),  # srun, no tasks/node
+    lightning([1, 0, 2, 3], 8, new=False) + lightning([0, 3, 2, 1], 8, new=False),                # Lightning 1.0-1.5
+    agent(range(4), 8) + agent(range(4), 8),                                       # two nodes with --node-rank 0
+])
+def test_ranks_started_twice_while_others_never_started(tmp_path, text):
+    status, fs = _log005(tmp_path, text)
+    assert status == "fail" and len(fs) == 1
+    assert fs[0]["data"]["duplicated"] == [0, 1, 2, 3] and fs[0]["data"]["missing"] == [4, 5, 6, 7]
+    assert "0-3" in fs[0]["evidence"][0] and "4-7" in fs[0]["evidence"][0]
+
+
+@pytest.mark.parametrize("text", [
+    lightning(range(8), 8) + lightning(range(8), 8),                               # a restart: every rank again
+    lightning(range(4), 8),                                                        # one node's log of two
+    agent(range(4), 8, node_rank=0) + agent(range(4, 8), 8, node_rank=1),          # a correct two-node launch
+    agent(range(4), 8, restart=0) + agent(range(4), 8, restart=1) + agent(range(4, 8), 8) + agent(range(4, 8), 8, 1),
+])
+def test_a_correct_launch_a_restart_or_one_nodes_log_is_quiet(tmp_path, text):
+    status, fs = _log005(tmp_path, text)
+    assert status == "pass" and fs == []
+
+
+def test_without_rank_lines_it_is_not_assessed(tmp_path):
+    assert _log005(tmp_path, "RuntimeError: CUDA error: out of memory\n")[0] == "not_assessed"
+
+
+def test_the_parser_reads_ranks_world_size_and_restart():
+    got = parse_rank_announcements(agent([4, 5], 8, restart=2))
+    assert [(a.rank, a.world_size, a.restart, a.source) for a in got] == [(4, 8, 2, "torchrun"), (5, 8, 2, "torchrun")]
+    assert [(a.rank, a.world_size) for a in parse_rank_announcements("[rank: 3] " + lightning([3], 16))] == [(3, 16)]
