@@ -147,12 +147,15 @@ def parse_table(text: str) -> NvmlFacts:
 # ------------------------------------------------------------------------------------ nvlink -s
 _NVL_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
 _NVL_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
+_NVL_SPEED = re.compile(r"[\d.]+\s*GB/s", re.IGNORECASE)  #: a link state of `nvlink -s`: its speed
 
 
 def parse_nvlink_status(text: str) -> NvmlFacts:
     """Parse ``nvidia-smi nvlink -s``: per GPU, each link's state and speed (GB/s per link, as printed).
 
-    ``Link N: <inactive>`` is an inactive link. At a truncation mark ('......') parsing stops and the GPU
+    ``Link N: <inactive>`` is an inactive link. Lines of other ``nvlink`` outputs under the same headers (``-e``
+    error counters "Link 3: CRC Errors: 48213", ``-c`` capabilities) are not link states: a GPU with none of its
+    own keeps its links unknown (``nvlinks`` not set). At a truncation mark ('......') parsing stops and the GPU
     whose list it cut is dropped (its link count is unknown).
     Raises ParseError when no 'GPU n:' header with link lines is present.
     """
@@ -172,15 +175,18 @@ def parse_nvlink_status(text: str) -> NvmlFacts:
                 cur.name = m.group(2)
             if m.group(3) and not na(m.group(3)):
                 cur.uuid = m.group(3).strip()
-            cur.nvlinks = []
             gpus.append(cur)
             continue
         lm = _NVL_LINK.match(line)
         if lm and cur is not None:
             val = lm.group(2)
             inactive = "inactive" in val.lower() or na(val)
+            if not inactive and not _NVL_SPEED.fullmatch(val):
+                continue  # `nvlink -e` counters ("Link 3: CRC Errors: 48213"), `-c` capabilities: not a link state
+            if "nvlinks" not in cur.model_fields_set:
+                cur.nvlinks = []  # a GPU listed with no state line (an `-e` paste): its links stay unknown
             cur.nvlinks.append(NvLink(link=int(lm.group(1)), active=not inactive,
-                                           speed_gbps=None if inactive else to_float(val)))
+                                      speed_gbps=None if inactive else to_float(val)))
     if not gpus:
         raise ParseError("no 'GPU n: ...' block of nvidia-smi nvlink -s")
     nv = NvmlFacts(source=SOURCE_NVLINK)

@@ -341,7 +341,8 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
         cur.source = "; ".join(sources)
         if sec == "nvml":
             if "gpus" in cur.model_fields_set:
-                cur.gpu_count = len(cur.gpus)
+                # an input may say more GPUs exist than it lists ("Attached GPUs : 8" of a cut -q): keep that
+                cur.gpu_count = max(len(cur.gpus), *(f.value.gpu_count or 0 for f in frags))
                 cur.available = cur.available or bool(cur.gpus)
             gfields: set[str] = set()
             for g in cur.gpus:

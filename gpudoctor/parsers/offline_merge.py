@@ -30,6 +30,8 @@ def _merge_nvml(dst: NvmlFacts, src: NvmlFacts) -> None:
             else:
                 dst.gpus.append(g.model_copy(deep=True))
         dst.gpus = sorted(dst.gpus, key=lambda g: g.index)
+        # the largest count any input gave ("Attached GPUs : 8" of a cut -q), never fewer than the GPUs listed
+        dst.gpu_count = max(dst.gpu_count or 0, src.gpu_count or 0, len(dst.gpus))
 
 
 #: NcclLogFacts fields parse_nccl_log reads from the first line that has them, and those it reads from the last

@@ -191,7 +191,11 @@ def parse_query(text: str) -> NvmlFacts:
         if procs is not None:
             g.processes = procs
         gpus.append(g)
-    return _finish_gpus(nv, gpus)
+    nv = _finish_gpus(nv, gpus)
+    attached = to_int(top.get("attached gpus"))
+    if attached and attached > len(gpus):  # a paste cut before the last GPU blocks: the others are unseen
+        nv.gpu_count = attached
+    return nv
 
 
 def _q_processes(d: dict[str, str]) -> list[GpuProcess] | None:

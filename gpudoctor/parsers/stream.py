@@ -105,6 +105,25 @@ def iter_chunks(fh: IO[bytes], head: bytes, size: int | None = None) -> Iterator
 
 
 ParseFile = Callable[..., "str | None"]
+HEAD_BLOCK = 1 << 16  #: bytes per read of an input's head: a truncated archive keeps every block before the cut
+
+
+def _read_head(fh: Any, n: int) -> tuple[bytes, Exception | None]:
+    """Up to ``n`` bytes of ``fh`` and None, or the bytes read before a truncated or corrupt archive stopped the
+    decompressor and that error (one large read would lose everything it had decompressed)."""
+    parts: list[bytes] = []
+    got = 0
+    read = getattr(fh, "read1", fh.read)  # read1: what one decompression step gave, not the whole request
+    while got < n:
+        try:
+            b = read(min(HEAD_BLOCK, n - got))
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            return b"".join(parts), exc
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts), None
 
 
 def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = None,
@@ -124,7 +143,11 @@ def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = N
     except InputError as exc:
         return str(exc)
     try:
-        head = fh.read(WHOLE_BYTES + 1)
+        head, cut = _read_head(fh, WHOLE_BYTES + 1)
+        if cut is not None:  # a small archive cut short: diagnose what decompressed, and say it was cut
+            err = parse_file(name, _decode(head, path, True), col) if head.strip() else None
+            return err or f"{name}: could not read to the end ({type(cut).__name__}: {cut}); " + (
+                "the part read was diagnosed" if head.strip() else "nothing could be read")
         if len(head) <= WHOLE_BYTES:
             return parse_file(name, _decode(head, path, True), col)
         return _parse_chunks(name, path, fh, head, col, parse_file, jobs, idle)

@@ -48,6 +48,8 @@ def header_lines(report: Report) -> list[str]:
             models[f"{g.name or '?'}" + (f" ({extra})" if extra else "")] += 1
         listed = "gpus" in s.known_fields.get("nvml", ["gpus"])
         gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or ("none" if listed else "? (not in the inputs)")
+        if nv.gpus and nv.gpu_count and nv.gpu_count > len(nv.gpus):
+            gpus += f" (only {len(nv.gpus)} of {nv.gpu_count} GPUs in the inputs)"
         lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version or '?'} · "
                      f"CUDA driver API {nv.cuda_driver_version or '?'}")
     elif nv is None and s.inputs:

@@ -179,6 +179,9 @@ def forward_compat(ctx):
     if err is None and not compat:
         if t is None and lp is None:
             raise NotAssessed("torch and LD_LIBRARY_PATH facts missing")
+        if t is not None and t.installed is not False and not libcuda and (
+                t.cuda_available is None or (t.cuda and t.cuda_available is False and not t.cuda_error)):
+            raise NotAssessed("torch's CUDA initialisation (is_available and its error) is not in the inputs")
         if err is None and libcuda and not (nv is not None and nv.driver_version):
             raise NotAssessed("libcuda.so on LD_LIBRARY_PATH, but the kernel driver version is unknown")
         if err is None and any(not lib.version for lib in libcuda):

@@ -148,6 +148,8 @@ class Ctx:
             if not self.known("nvml", "gpus"):  # an excerpt that stops before the GPU rows: unknown, not none
                 raise NotAssessed(f"the GPU list is not in the input ({nv.source})")
             raise NotApplicable("no NVIDIA GPU visible to NVML")
+        if nv.gpu_count and nv.gpu_count > len(nv.gpus):  # e.g. "Attached GPUs : 8" with 3 blocks pasted
+            self.partial = f"only {len(nv.gpus)} of the {nv.gpu_count} GPUs are in the inputs"
         return nv.gpus
 
     def gpus_with(self, *fields: str):

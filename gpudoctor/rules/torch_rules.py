@@ -51,9 +51,21 @@ def cpu_only_build(ctx):
     t = _torch(ctx, "installed", "cuda")
     if not t.installed or t.error:
         raise NotApplicable("torch not importable (TRC001)")
-    n = ctx.gpu_count()
-    if n == 0:
-        raise NotApplicable("no NVIDIA GPU on this host")
+    nv = ctx.snap.nvml
+    if t.hip is not None and t.cuda is None and nv is not None and nv.available and (nv.driver_version or nv.gpus):
+        # a ROCm wheel cannot drive NVIDIA GPUs; collect_env's GPU list then reads "Could not collect" (HIP path)
+        yield ctx.finding([f"torch {t.version}: torch.version.hip = {t.hip}, torch.version.cuda = None",
+                           f"NVIDIA driver {nv.driver_version or '?'}"
+                           + (f", {len(nv.gpus)} NVIDIA GPU(s)" if nv.gpus else "")],
+                          title="ROCm (HIP) build of torch on an NVIDIA host",
+                          remedy=f"{_index_hint(ctx)}  (into {t.interpreter})",
+                          data={"torch": t.version, "hip": t.hip, "driver": nv.driver_version})
+        return
+    if nv is None:
+        raise NotAssessed("no GPU or driver facts in the inputs")
+    if not nv.available:
+        raise NotApplicable("no usable NVIDIA driver: no GPU for a CUDA build to use (DRV001)")
+    n = len(ctx.gpus())  # an unknown GPU list ("Could not collect") is not assessed, not "no GPU"
     if t.cuda is None and t.hip is None:
         yield ctx.finding([f"torch {t.version}: torch.version.cuda = None", f"NVML: {n} NVIDIA GPU(s)"],
                           remedy=f"{_index_hint(ctx)}  (into {t.interpreter})",
@@ -166,6 +178,20 @@ def device_count(ctx):
         raise NotAssessed(f"torch.cuda.device_count() not in the facts (from {t.source})")
     if not t.installed or not t.cuda:
         raise NotApplicable("no CUDA build of torch")
+    if ctx.snap.nvml is None and t.cuda_available is False:
+        # `check` on a collect_env whose nvidia-smi could not run: no GPU facts to compare with, but a CUDA build
+        # that cannot use CUDA is already the problem (no driver, a container without GPUs, CUDA_VISIBLE_DEVICES)
+        ev = [f"torch {t.version} (CUDA {t.cuda}): is_available()=False",
+              "no GPU or driver facts in the inputs (collect_env's nvidia-smi fields: Could not collect)"]
+        if t.cuda_error:
+            ev.append(f"CUDA init: {clip(t.cuda_error, 300)}")
+        yield ctx.finding(ev, severity="warning", title="CUDA build of torch, but CUDA is not available",
+                          remedy="Run `nvidia-smi` where the job runs: if it fails, install the driver or start the "
+                                 "container with GPU access (docker --gpus all / the NVIDIA Container Toolkit, a "
+                                 "nvidia.com/gpu request in Kubernetes); if it works, check CUDA_VISIBLE_DEVICES and "
+                                 "pass both outputs to `gpudoctor check`.",
+                          data={"nvml": None, "torch": 0})
+        return
     gpus = ctx.gpus()
     n = len(gpus)
     cvd = (ctx.snap.env.variables.get("CUDA_VISIBLE_DEVICES") if ctx.snap.env else None)

@@ -1,0 +1,118 @@
+"""Verdicts on inputs that say less than they seem to (issue 14 item 5, a break-it pass of 2026-12-03): a
+`nvidia-smi nvlink -e` is not a link state; collect_env's "Could not collect" GPU list is unknown, not "no GPU"; a
+ROCm wheel on an NVIDIA host; a `-q` cut before the last of its "Attached GPUs"; a small archive cut short."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+
+runner = CliRunner()
+
+
+def _check(tmp_path: Path, name: str, body: str | bytes) -> tuple[int, dict]:
+    p = tmp_path / name
+    (p.write_bytes if isinstance(body, bytes) else p.write_text)(body)  # type: ignore[operator]
+    res = runner.invoke(app, ["check", str(p), "--format", "json"])
+    return res.exit_code, json.loads(res.stdout) if res.stdout.strip().startswith("{") else {}
+
+
+def _status(doc: dict, rule: str) -> str:
+    return next(o["status"] for o in doc["outcomes"] if o["rule_id"] == rule)
+
+
+def test_nvlink_error_counters_are_not_read_as_active_links(tmp_path):
+    """`nvidia-smi nvlink -e` lists "Link N: Replay Errors: n" under the same GPU headers as `-s`: no link state is
+    in it, so TOP006 is not assessed (it used to pass on 36 'active' links per GPU)."""
+    body = "".join(f"GPU {g}: NVIDIA A100-SXM4-80GB (UUID: GPU-6a1e2c3d-4b5f-6789-abcd-ef01234567{g:02d})\n" + "".join(
+        f"\t Link {n}: Replay Errors: {1187 if (g, n) == (1, 3) else 0}\n\t Link {n}: Recovery Errors: 0\n"
+        f"\t Link {n}: CRC Errors: {48213 if (g, n) == (1, 3) else 0}\n" for n in range(12)) for g in range(2))
+    _, doc = _check(tmp_path, "nvlink-e.txt", body)
+    assert _status(doc, "TOP006") == "not_assessed"
+    assert all(not g["nvlinks"] for g in doc["snapshot"]["nvml"]["gpus"])
+    # the link states of `nvlink -s` are still read
+    s = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0)\n" + "".join(f"\t Link {n}: 25 GB/s\n" for n in range(11)) + (
+        "\t Link 11: <inactive>\nGPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n") + "".join(
+        f"\t Link {n}: 25 GB/s\n" for n in range(12))
+    _, doc = _check(tmp_path, "nvlink-s.txt", s)
+    assert _status(doc, "TOP006") == "fail"
+
+
+CE_ROCM = """PyTorch version: 2.3.0+rocm6.0
+Is debug build: False
+CUDA used to build PyTorch: N/A
+ROCM used to build PyTorch: 6.0.32830-d62f6a171
+
+OS: Ubuntu 22.04.4 LTS (x86_64)
+Python platform: Linux-5.15.0-105-generic-x86_64-with-glibc2.35
+Is CUDA available: False
+CUDA runtime version: 12.2.140
+GPU models and configuration: Could not collect
+Nvidia driver version: 535.161.08
+cuDNN version: Could not collect
+HIP runtime version: 6.0.32830
+"""
+
+
+def test_a_rocm_wheel_on_an_nvidia_host_is_an_error(tmp_path):
+    code, doc = _check(tmp_path, "ce.txt", CE_ROCM)
+    trc2 = [f for f in doc["findings"] if f["rule_id"] == "TRC002"]
+    assert code == 1 and trc2 and "ROCm" in trc2[0]["title"] and "cu" in trc2[0]["remedy"]
+
+
+def test_could_not_collect_gpus_is_unknown_not_none(tmp_path):
+    """A CUDA wheel whose collect_env could not run nvidia-smi: the GPU list is unknown (not "no GPU"), and a CUDA
+    build that reports is_available()=False is a warning of its own."""
+    ce = (CE_ROCM.replace("2.3.0+rocm6.0", "2.5.1+cu124").replace("CUDA used to build PyTorch: N/A",
+                                                                 "CUDA used to build PyTorch: 12.4")
+          .replace("ROCM used to build PyTorch: 6.0.32830-d62f6a171", "ROCM used to build PyTorch: N/A")
+          .replace("Nvidia driver version: 535.161.08", "Nvidia driver version: Could not collect")
+          .replace("HIP runtime version: 6.0.32830", "HIP runtime version: N/A"))
+    code, doc = _check(tmp_path, "ce.txt", ce)
+    assert _status(doc, "TRC002") == "not_assessed" and _status(doc, "CMP005") == "not_assessed"
+    trc5 = [f for f in doc["findings"] if f["rule_id"] == "TRC005"]
+    assert trc5 and trc5[0]["severity"] == "warning" and "not available" in trc5[0]["title"]
+
+
+Q_HEAD = """==============NVSMI LOG==============
+
+Timestamp                                 : Tue Mar  5 10:12:01 2024
+Driver Version                            : 535.129.03
+CUDA Version                              : 12.2
+
+Attached GPUs                             : 8
+"""
+Q_GPU = """GPU 00000000:{bus}:00.0
+    Product Name                          : NVIDIA H100 80GB HBM3
+    Persistence Mode                      : Enabled
+    MIG Mode
+        Current                           : Disabled
+        Pending                           : Disabled
+"""
+
+
+def test_a_query_cut_before_its_last_gpus_does_not_pass_for_the_unseen_ones(tmp_path):
+    text = Q_HEAD + "".join(Q_GPU.format(bus=b) for b in ("18", "2A", "3A"))
+    _, doc = _check(tmp_path, "q.txt", text)
+    assert doc["snapshot"]["nvml"]["gpu_count"] == 8 and len(doc["snapshot"]["nvml"]["gpus"]) == 3
+    for rule in ("GPU007", "GPU009"):
+        o = next(o for o in doc["outcomes"] if o["rule_id"] == rule)
+        assert o["status"] == "not_assessed" and "3 of the 8" in o["reason"], o
+    out = runner.invoke(app, ["check", str(tmp_path / "q.txt")]).stdout
+    assert "only 3 of 8 GPUs in the inputs" in out
+    # all eight listed: the same rules pass
+    _, doc = _check(tmp_path, "q8.txt", Q_HEAD + "".join(Q_GPU.format(bus=f"{b:02X}") for b in range(8)))
+    assert _status(doc, "GPU007") == "pass"
+
+
+def test_a_small_archive_cut_short_is_diagnosed_as_far_as_it_decompresses(tmp_path):
+    lines = "".join(f"[ {100 + i}.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                    "fallen off the bus.\n" for i in range(200))
+    whole = gzip.compress(lines.encode())
+    code, doc = _check(tmp_path, "dmesg.txt.gz", whole[: len(whole) // 2])
+    assert code == 2  # the input was cut: said on stderr, and the report still has what was read
+    assert any(f["rule_id"] == "LOG001" and f["data"]["xid"] == 79 for f in doc["findings"])
