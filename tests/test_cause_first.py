@@ -129,3 +129,35 @@ def test_a_terminal_capture_of_nvidia_smi_and_lspci_keeps_both(tmp_path: Path):
     cap.write_text("$ nvidia-smi\n" + table + "$ grep -c 'No devices were found' old.log\n0\n")
     doc = json.loads(runner.invoke(app, ["check", str(cap), "--format", "json"]).stdout)
     assert len(doc["snapshot"]["nvml"]["gpus"]) >= 1
+
+
+def test_the_desync_report_names_the_ranks_the_watchdog_timeout_waited_for(tmp_path: Path):
+    """TORCH_NCCL_DESYNC_DEBUG's report (TraceUtils.h analyzeLaggingRanks / analyzeMissingRanks): the watchdog
+    timeout folds into the finding that names the lagging or missing ranks."""
+    head = ("[rank2]:[E1104 09:12:44.512233482 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=1843, OpType=ALLREDUCE, NumelIn=26214400, NumelOut=26214400, "
+            "Timeout(ms)=600000) ran for 600043 milliseconds before timing out.\n"
+            "[rank2]:[E1104 09:12:44.521370004 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 2] \n"
+            "\t - [2] Timeout at collective: ALLREDUCE, #1843\n"
+            "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n")
+    for body, words in (("\t     [5, 6] finished collective #1842, but didn't join collective #1843 (count from 1)\n",
+                         ("5, 6", "#1842", "host side")),
+                        ("\t     [3] joined but didn't finish collective #1843 (count from 1)\n",
+                         ("3", "stuck inside")),
+                        ("\t - To our best knowledge, ranks [8, 9, 10, 11] are the lagging ranks that caused this "
+                         "timeout. They never joined any collectives\n", ("8, 9, 10, 11", "never joined"))):
+        log = tmp_path / "desync.log"
+        log.write_text(head + body)
+        doc = json.loads(runner.invoke(app, ["check", str(log), "--format", "json"]).stdout)
+        sig = [f for f in doc["findings"] if f["rule_id"].startswith("SIG")]
+        assert sig[0]["rule_id"] == "SIG387" and "SIG022" not in {f["rule_id"] for f in sig}, sig
+        assert all(w in sig[0]["data"]["conclusion"] for w in words), sig[0]["data"]["conclusion"]
+
+
+def test_an_environment_dump_line_is_not_an_error_line():
+    from gpudoctor.parsers.signatures import unexplained_error_lines
+
+    text = "NCCL_DEBUG=WARN\nexport TORCH_CPP_LOG_LEVEL=ERROR\nRuntimeError: something odd happened\n"
+    spans: list = []
+    match_signatures(text, spans=spans)
+    assert unexplained_error_lines(text, spans) == ["RuntimeError: something odd happened"]

@@ -149,3 +149,20 @@ def test_launcher_variables_are_collected():
     env = collect_env({"LOCAL_RANK": "3", "RANK": "3", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500",
                        "HOME": "/root", "HF_TOKEN": "hf_" + "x" * 30})
     assert env == {"LOCAL_RANK": "3", "RANK": "3", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
+
+
+def test_a_path_level_nccl_does_not_read_is_named(tmp_path):
+    """ncclGetLevel (src/graph/paths.cc) compares NCCL_P2P_LEVEL with LOC/NVL/.../SYS case-sensitively or reads a
+    leading digit; 'NVLINK' matches neither, so NCCL ignores it silently."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    for value, bad in (("NVLINK", True), ("nvl", True), ("NVL", False), ("2", False)):
+        p = tmp_path / "env.txt"
+        p.write_text(f"NCCL_P2P_LEVEL={value}\nPATH=/usr/bin\nHOME=/root\n")
+        doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
+        ev = " ".join(e for f in doc["findings"] if f["rule_id"] == "NCL005" for e in f["evidence"])
+        assert ("not a level NCCL reads" in ev) == bad, (value, ev)

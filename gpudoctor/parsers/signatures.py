@@ -42,11 +42,13 @@ ERRORISH = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b
 _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "warn", "permission denied", "unable to",
                       "cannot", "can't", "timed out", "assertion", "not found", "not available", "not detected")
 # not error lines: traceback furniture (Python's, and the C++ 'frame #N:' lines of a c10::Error), source lines
-# Python echoes (a warning's `warnings.warn(...)` call), NCCL INFO;
+# Python echoes (a warning's `warnings.warn(...)` call), NAME=value lines of an environment dump, NCCL INFO;
 # a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
 _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:File \"|\^+$|~+$|frame #\d+: "
                     r"|Traceback \(most recent call last\)|return |\w+ = |Last error:\s*$|>>> "
-                    r"|warnings\.warn(?:_explicit)?\()|\bNCCL INFO\b")
+                    r"|warnings\.warn(?:_explicit)?\("
+                    # an environment assignment (an `env` dump's NCCL_DEBUG=WARN): configuration, not an event
+                    r"|(?:export\s+|declare -x\s+)?[A-Z_][A-Z0-9_]*=\S*\s*$)|\bNCCL INFO\b")
 
 
 # a line of code, not a message: the source line a Python traceback echoes under its `File "...", line N` line, or a

@@ -93,7 +93,23 @@ def debug_vars(ctx):
     """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides)."""
     for name, value, what in _listed(ctx, "debug_only"):
         if not (name.endswith("_DISABLE") and value.strip() in ("0", "")):
-            yield ctx.finding([f"{name}={value}: {what}"], subject=name, remedy=f"unset {name}")
+            ev = [f"{name}={value}: {what}"]
+            if name in PATH_LEVEL_VARS and not valid_path_level(value):
+                ev.append(f"'{value}' is not a level NCCL reads ({', '.join(PATH_LEVELS)}, or a number): NCCL "
+                          "ignores the variable without a warning")
+            yield ctx.finding(ev, subject=name, remedy=f"unset {name}")
+
+
+#: NCCL's path types in order (src/graph/topo.cc topoPathTypeStr, v2.28; older releases have a subset) up to SYS:
+#: ncclGetLevel (src/graph/paths.cc) compares NCCL_P2P_LEVEL / NCCL_NET_GDR_LEVEL with them case-sensitively, or
+#: reads a leading digit as an old-style level; anything else leaves the variable unset, silently
+PATH_LEVELS = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
+PATH_LEVEL_VARS = ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL")
+
+
+def valid_path_level(value: str) -> bool:
+    """Whether ncclGetLevel accepts ``value`` (exact name, or a leading digit)."""
+    return value in PATH_LEVELS or value[:1].isdigit()
 
 
 @rule("NCL006")
