@@ -6,7 +6,9 @@ collective, GPU out of memory (with and without expandable segments), a device-s
 worker killed by SIGKILL, a torchrun worker ended by SIGTERM; and (2026-12-03) an out-of-memory under a per-process
 memory fraction, a truncated checkpoint, a checkpoint refused by weights_only, a Git LFS pointer given to torch.load,
 torch.save to a full device (/dev/full), FSDP with frozen and trainable parameters in one unit, FSDP on a module left
-on the CPU, and a CUDA tensor from expandable segments sent to another process. Nothing changes the
+on the CPU, and a CUDA tensor from expandable segments sent to another process; and (2026-12-03, second run) torchrun
+starting two ranks on a one-GPU host, and a torchrun worker's out-of-memory from a script without its source (a .pyc).
+Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
     PYTHONPATH=. python3 scripts/gpu_fault_logs.py OUT_DIR
@@ -62,6 +64,15 @@ import os, signal, time
 if int(os.environ.get("LOCAL_RANK", "0")) == 0:
     time.sleep(1); os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(30)
+"""
+TWO_RANKS_ONE_GPU = """
+import os, torch, torch.distributed as dist
+local = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local)
+dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+t = torch.ones(1 << 20, device="cuda")
+dist.all_reduce(t); torch.cuda.synchronize()
+dist.destroy_process_group()
 """
 OOM_FRACTION = """
 import torch
@@ -186,6 +197,21 @@ def main() -> int:
     faults["expandable-segments-ipc"] = ([py, str(ipc)], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
     faults["torchrun-worker-sigterm"] = ([py, "-m", "torch.distributed.run", "--nproc_per_node", "1",
                                           "--master_port", "29513", str(script)], {})
+    # added 2026-12-03 (second run): torchrun starting 2 ranks on a 1-GPU host; the same OOM as a compiled script
+    # without its source (a traceback with no source lines, as from a .pyc, a zipapp or a trimmed paste)
+    two = out / "two_ranks.py"
+    two.write_text(TWO_RANKS_ONE_GPU)
+    faults["torchrun-two-ranks-one-gpu"] = ([py, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                                             "--master_port", "29516", str(two)], {"NCCL_DEBUG": "WARN"})
+    import py_compile
+
+    src = out / "oom_nosource.py"
+    src.write_text("import torch\nx = torch.empty(int(4e12), dtype=torch.uint8, device='cuda')\n")
+    pyc = out / "oom_nosource.pyc"
+    py_compile.compile(str(src), cfile=str(pyc), doraise=True)
+    src.unlink()
+    faults["torchrun-oom-no-source"] = ([py, "-m", "torch.distributed.run", "--nproc_per_node", "1",
+                                         "--master_port", "29517", str(pyc)], {})
     only = set(sys.argv[2:])  # optional: run only these faults
     for name, (args, env) in faults.items():
         if only and name not in only:

@@ -161,3 +161,24 @@ def test_an_environment_dump_line_is_not_an_error_line():
     spans: list = []
     match_signatures(text, spans=spans)
     assert unexplained_error_lines(text, spans) == ["RuntimeError: something odd happened"]
+
+
+def test_two_generic_forms_on_one_line_do_not_hide_each_other(tmp_path: Path):
+    """torch's lazy-init wrapper carrying a CUDA init failure matches two generic signatures of the cuda family
+    (SIG401 and SIG066): one must be reported, never neither (the paste used to come out clean)."""
+    log = tmp_path / "lazy.log"
+    log.write_text("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: CUDA "
+                   "unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable "
+                   "CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.\n")
+    res = runner.invoke(app, ["check", str(log), "--format", "json"])
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 1 and [f["rule_id"] for f in doc["findings"] if f["severity"] == "error"] == ["SIG066"]
+
+
+def test_a_library_error_after_a_kernel_fault_folds_under_the_fault(tmp_path: Path):
+    log = tmp_path / "fault.log"
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                   "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED\n")
+    doc = json.loads(runner.invoke(app, ["check", str(log), "--format", "json"]).stdout)
+    ids = [f["rule_id"] for f in doc["findings"] if f["rule_id"].startswith("SIG")]
+    assert ids[0] == "SIG023" and "SIG071" not in ids, ids

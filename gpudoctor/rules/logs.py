@@ -166,7 +166,8 @@ def _suppressed(entry: dict, hit_ids: set[str], hits=()) -> tuple[bool, list[str
         return True, causes
     if entry.get("fallback"):
         fam = _FAMILY.get(entry["id"])
-        others = [h for h in hit_ids if h != entry["id"] and _FAMILY.get(h) == fam]
+        # only a specific signature hides a generic one: two generic forms on one line must not hide each other
+        others = [h for h in hit_ids if h != entry["id"] and _FAMILY.get(h) == fam and h not in _FALLBACKS]
         if others:
             return True, sorted(others)
     if entry.get("wraps"):
@@ -217,6 +218,7 @@ _ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))
 _FAMILY: dict[str, str] = {e["id"]: e.get("family", "") for e in _ENTRIES}
 _FOLLOWS: dict[str, tuple[str, ...]] = {e["id"]: tuple(e.get("follows", ())) for e in _ENTRIES}
 _SEVERITY: dict[str, str] = {e["id"]: e["severity"] for e in _ENTRIES}
+_FALLBACKS: frozenset[str] = frozenset(e["id"] for e in _ENTRIES if e.get("fallback"))
 _WRAPS: frozenset[str] = frozenset(e["id"] for e in _ENTRIES if e.get("wraps"))
 
 
