@@ -86,6 +86,19 @@ LINES = [
     ("SIG367", W + "NCCL INFO NET/Socket : Using [0]virbr0:192.168.122.1<0>"),
     ("SIG368", W + "NCCL INFO RAS declaring peer 10.0.3.44<41123> as DEAD; rasDeadPeersHash 0x9a1f"),
     ("SIG368", "DEAD\n  2 job processes are considered dead (unreachable via the RAS network)"),
+    # second pass of 2026-12-03: older or other wordings of covered causes
+    ("SIG414", "due to `NVIDIA GPU driver interface version 550.90.07 don't match with driver version 550.54.15`"),
+    ("SIG405", "2018/01/19 06:12:44 Failed to start nvml with error:  could not load NVML library"),  # plugin 1.0-beta
+    ("SIG405", "2019/03/04 10:12:55 Failed to initialize NVML: could not load NVML library."),
+    ("SIG303", "ValueError: host not found: Name or service not known"),                      # TCPStore, torch <= 1.7
+    ("SIG373", "RuntimeError: write(): fd 29 failed with Input/output error"),               # torch.save, 1.x-2.x
+    ("SIG068", "RuntimeError: Lightning can't create new processes if CUDA is already initialized. Did you manually "
+               "call `torch.cuda.*` functions, have moved the model to the device, or allocated memory on the GPU any "
+               "other way?"),
+    ("SIG012", "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out of memory"),
+    ("SIG012", "[rank2]: RuntimeError: Triton Error [CUDA]: out of memory"),
+    ("SIG015", "ValueError: Cuda is not available."),                                       # torchrun nproc=gpu
+    ("SIG200", W + "init.cc:1722 NCCL WARN Cuda failure 'out of memory'"),
 ]
 
 QUIET = [
@@ -95,6 +108,10 @@ QUIET = [
     "  31 ranks have launched up to operation 51231",
     "=> => # WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
     "| N/A   34C    P0             69W /  700W |      1MiB /  81559MiB |      0%      Default |",
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 3312851) of "
+    "binary: /usr/bin/python3",
+    "NCCL_DEBUG=WARN",
+    "WARNING:torch.distributed.run:",
 ]
 
 

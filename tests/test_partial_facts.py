@@ -30,7 +30,8 @@ def test_query_gives_more(fix):
 def test_collect_env_gpus_without_nvml_details(fix):
     st, rep = _status(fix, "h200-text/collect_env.txt")
     assert st["DRV001"] == "pass" and st["TRC002"] == "pass"
-    assert st["TRC004"] == "not_assessed" and st["TRC005"] == "not_assessed" and st["GPU008"] == "not_assessed"
+    # TRC004 reads the compute capability from the model name (H200: 9.0, gpudoctor's GPU table) like CMP004
+    assert st["TRC004"] == "pass" and st["TRC005"] == "not_assessed" and st["GPU008"] == "not_assessed"
     assert rep.snapshot.known_fields["nvml.gpus"] == ["index", "name"]
 
 

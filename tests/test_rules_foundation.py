@@ -197,6 +197,38 @@ def test_gpu008_other_processes(h200_snap):
     assert "pid 4242 (python3), compute, 2048 MiB" in rep.findings[0].evidence[0]
 
 
+def _four_gpus(snap, procs_per_gpu):
+    base = snap.nvml.gpus[0]
+    snap.nvml.gpus = [base.model_copy(update={"index": i, "processes": procs}) for i, procs in enumerate(procs_per_gpu)]
+    snap.nvml.gpu_count = len(procs_per_gpu)
+    return snap
+
+
+def test_gpu008_tells_the_jobs_own_ranks_a_display_and_a_missing_set_device_apart(h200_snap):
+    """An nvidia-smi taken while the job ran (one 'python' per GPU) is info, as is a display server's few MiB; the
+    same pids on GPU 0 and on their own GPU (no torch.cuda.set_device) is one warning naming them; a stray process
+    stays the plain warning."""
+    def p(pid, name="python", kind="compute", mib=30000):
+        return GpuProcess(pid=pid, name=name, kind=kind, used_memory_bytes=mib * 2**20)
+
+    job = _four_gpus(h200_snap.model_copy(deep=True), [[p(100 + i)] for i in range(4)])
+    got = evaluate(job, only=["GPU008"]).findings
+    assert len(got) == 4 and {f.severity for f in got} == {"info"} and "the job itself" in got[0].title
+    desk = _four_gpus(h200_snap.model_copy(deep=True), [[p(1, "/usr/lib/xorg/Xorg", "graphics", 387),
+                                                          p(2, "/usr/bin/gnome-shell", "graphics", 97)], [], [], []])
+    got = evaluate(desk, only=["GPU008"]).findings
+    assert [(f.severity, f.title) for f in got] == [("info", "GPU drives a display")]
+    hub = _four_gpus(h200_snap.model_copy(deep=True), [[p(100), p(101, mib=900), p(102, mib=900), p(103, mib=900)],
+                                                       [p(101)], [p(102)], [p(103)]])
+    got = evaluate(hub, only=["GPU008"]).findings
+    assert len(got) == 1 and got[0].severity == "warning" and "set_device" in got[0].title
+    assert got[0].data["pids"] == [101, 102, 103] and got[0].data["also_on"] == [1, 2, 3]
+    stray = _four_gpus(h200_snap.model_copy(deep=True), [[p(100), p(555, "vllm_server")], [p(101)], [p(102)],
+                                                         [p(103)]])
+    got = evaluate(stray, only=["GPU008"]).findings
+    assert got and all(f.severity == "warning" and f.title == "Other processes hold GPU memory" for f in got)
+
+
 def test_gpu009_persistence(h200_snap):
     assert ids(evaluate(h200_snap, only=["GPU009"])) == []
     gpu(h200_snap).persistence_mode = False

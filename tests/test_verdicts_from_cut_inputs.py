@@ -116,3 +116,22 @@ def test_a_small_archive_cut_short_is_diagnosed_as_far_as_it_decompresses(tmp_pa
     code, doc = _check(tmp_path, "dmesg.txt.gz", whole[: len(whole) // 2])
     assert code == 2  # the input was cut: said on stderr, and the report still has what was read
     assert any(f["rule_id"] == "LOG001" and f["data"]["xid"] == 79 for f in doc["findings"])
+
+
+def test_arch_list_check_uses_the_model_name_when_the_compute_capability_is_not_in_the_text(tmp_path):
+    """collect_env lists GPUs by name only: an RTX 5090 (cc 12.0, from the GPU table) is not in the cu124 wheel's
+    arch list (sm_50..sm_90), so TRC004 fails instead of 'not assessed'."""
+    ce = (CE_ROCM.replace("2.3.0+rocm6.0", "2.6.0+cu124").replace("CUDA used to build PyTorch: N/A",
+                                                                 "CUDA used to build PyTorch: 12.4")
+          .replace("ROCM used to build PyTorch: 6.0.32830-d62f6a171", "ROCM used to build PyTorch: N/A")
+          .replace("Is CUDA available: False", "Is CUDA available: True")
+          .replace("GPU models and configuration: Could not collect",
+                   "GPU models and configuration: \nGPU 0: NVIDIA GeForce RTX 5090\nGPU 1: NVIDIA GeForce RTX 5090\n")
+          .replace("Nvidia driver version: 535.161.08", "Nvidia driver version: 570.86.16")
+          .replace("HIP runtime version: 6.0.32830", "HIP runtime version: N/A"))
+    code, doc = _check(tmp_path, "ce.txt", ce)
+    trc4 = [f for f in doc["findings"] if f["rule_id"] == "TRC004"]
+    assert code == 1 and len(trc4) == 2 and "from the model name" in trc4[0]["evidence"][0]
+    # an H100 is in the cu124 list: passes
+    code, doc = _check(tmp_path, "ce2.txt", ce.replace("GeForce RTX 5090", "H100 80GB HBM3"))
+    assert _status(doc, "TRC004") == "pass"

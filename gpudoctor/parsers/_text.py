@@ -102,3 +102,39 @@ def unquote(text: str, limit: int = 1 << 20) -> str:
     lines = [x for x in text.split("\n") if x.strip()]
     quoted = sum(1 for x in lines if x.lstrip().startswith(">"))
     return _QUOTE.sub("", text) if lines and quoted >= 0.8 * len(lines) else text
+
+
+#: the fields that carry a log line in JSON-lines logs: docker's json-file driver ("log"), Kubernetes / Cloud Logging
+#: exports ("textPayload", "message"), structured Python loggers ("msg", "message", "exc_info", "exception", "exc")
+JSON_LOG_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload", "exc_info", "exception", "exc", "traceback",
+                   "stack_trace", "error")
+
+
+def unwrap_json_lines(text: str, sample: int = 200) -> str:
+    """The log text inside a JSON-lines log (one JSON object per line, each with a string field of JSON_LOG_FIELDS),
+    one field value per line in order; ``text`` itself when it is not one (most of the first ``sample`` non-empty
+    lines must be such objects) or when it is a gpudoctor JSON document (a "schema_version" or "kind" key)."""
+    import json
+
+    if not text.lstrip().startswith("{"):
+        return text
+    lines = [x for x in text.split("\n") if x.strip()]
+    out: list[str] = []
+    good = 0
+    for i, line in enumerate(lines):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if i < sample:
+                continue
+            out.append(line)
+            continue
+        if not isinstance(obj, dict) or "schema_version" in obj or str(obj.get("kind", "")).startswith("gpudoctor"):
+            return text
+        vals = [obj[k] for k in JSON_LOG_FIELDS if isinstance(obj.get(k), str) and obj[k].strip()]
+        if vals:
+            good += i < sample
+            out.append("\n".join(v.rstrip("\n") for v in vals))
+    if good < 0.8 * min(len(lines), sample):
+        return text
+    return "\n".join(out) + "\n"

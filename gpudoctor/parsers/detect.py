@@ -105,9 +105,13 @@ def is_bug_report_piece(text: str) -> bool:
 
 NCCL = "NCCL log"
 LAUNCH = "launcher rank lines"
+NCCL_TESTS = "nccl-tests output"
+PACKAGES = "package list (pip / conda)"
 ENV = "env dump"
 COMMAND = "command line"
 ERRORS = "error text"
+#: a marker among a large input's chunk kinds (parsers/stream.py): the chunk is JSON lines whose log fields are read
+JSON_LINES = "JSON-lines log"
 
 #: one header line of `nvidia-smi --query-gpu=FIELDS --format=csv[,nounits]` (CRLF tolerated)
 _CSV_FIELDS = r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$"
@@ -182,6 +186,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
     (DRIVER_VERSION, re.compile(r"^[ \t]*NVRM version: NVIDIA UNIX\b", re.M)),
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
+    (NCCL_TESTS, re.compile(r"^# nThread \d+ nGpus \d+ minBytes \d+ maxBytes \d+|^# Avg bus bandwidth\s+:", re.M)),
     (LAUNCH, re.compile(r"(?i:initializing ddp|Initializing distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+"
                         r"|Rendezvous complete for workers\. Result:")),
     (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
@@ -220,6 +225,7 @@ GATES: dict[str, tuple[str, ...]] = {
     DRIVER_VERSION: ("NVRM version",),
     NCCL: ("NCCL ", " set by environment to"),
     LAUNCH: ("GLOBAL_RANK: ", "Rendezvous complete for workers"),
+    NCCL_TESTS: ("# nThread ", "# Avg bus bandwidth"),
     COMMAND: ("docker", "podman", "singularity", "apptainer", "enroot", "srun", "mpirun", "torchrun", "kubectl"),
 }
 _OWN_GATES = {"cvc": ("cuda-version-check", "PASS  torch ", "FAIL  torch "),
@@ -265,6 +271,8 @@ def detect(text: str) -> list[str]:
         return [SMI_XML]
     if COLLECT_ENV in kinds and LSCPU in kinds:  # collect_env embeds lscpu; its parser reads that block
         kinds.remove(LSCPU)
+    if not kinds and len(text) < 1 << 20 and _package_list(text):
+        kinds.append(PACKAGES)
     if looks_like_env(text):
         kinds.append(ENV)
     elif not kinds and len(text) < 64 * 1024 and _PATH_VALUE.match(text):
@@ -274,6 +282,12 @@ def detect(text: str) -> list[str]:
     elif not kinds and len(text) <= SIGNATURE_PROBE_CHARS and _any_signature(text):
         kinds.append(ERRORS)  # a known message without an error word (a kernel IOMMU fault, a torch E-level log)
     return kinds
+
+
+def _package_list(text: str) -> bool:
+    from gpudoctor.parsers.packages import looks_like_package_list
+
+    return looks_like_package_list(text)
 
 
 SIGNATURE_PROBE_CHARS = 1 << 20  # unrecognised text up to 1 MiB is also tried against the signature catalogue

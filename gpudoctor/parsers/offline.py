@@ -19,7 +19,7 @@ from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
 from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
-from gpudoctor.parsers._text import clip, unquote
+from gpudoctor.parsers._text import clip, unquote, unwrap_json_lines
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
     _attach,
     _attach_processes,
@@ -32,7 +32,7 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
 UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (the first ones)
-LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.NCCL_TESTS, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 
@@ -188,7 +188,11 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
 
     if kinds is None:
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
+        text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
         kinds = D.detect(text)
+    elif D.JSON_LINES in kinds:  # a chunk of a large JSON-lines log (parsers/stream.py)
+        text = unwrap_json_lines(text)
+        kinds = [k for k in kinds if k != D.JSON_LINES]
     info = InputFile(path=path, kinds=list(kinds))
     own = next((k for k in kinds if k in D.OWN_OUTPUTS), None)
     if own is not None:  # explained, never parsed and never searched for error signatures
@@ -217,7 +221,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base, errorish=errorish)
     col.hits += hits
     col.lines += sig_text.count("\n") + (not sig_text.endswith("\n"))
-    if {D.ERRORS, D.DMESG, D.NCCL} & set(kinds) and set(kinds) <= LOG_KINDS:  # not inside structured dumps
+    # not inside structured dumps
+    if {D.ERRORS, D.DMESG, D.NCCL, D.NCCL_TESTS} & set(kinds) and set(kinds) <= LOG_KINDS:
         if D.DMESG in kinds:  # an Xid line is explained by the Xid catalogue (LOG001), not left "unexplained"
             spans += _xid_line_spans(sig_text)
         col.add_unexplained(path, unexplained_error_lines(sig_text, spans, UNEXPLAINED_PER_FILE, errorish))

@@ -200,6 +200,7 @@ HANDLERS: dict[str, Handler] = {
     D.DF: _df,
     D.DMESG: _kernel_log,
     D.NCCL: _nccl,
+    D.PACKAGES: _one_section("torch", "parse_packages", "packages"),
     D.LAUNCH: _launch,
     D.ENV: _env,
     D.PATH_VALUE: _path_value,

@@ -46,6 +46,10 @@ _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "war
 # a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
 _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:File \"|\^+$|~+$|frame #\d+: "
                     r"|Traceback \(most recent call last\)|return |\w+ = |Last error:\s*$|>>> "
+                    # IPython / Jupyter: "RuntimeError    Traceback (most recent call last)" and its "--> 197 code"
+                    r"|\w+\s+Traceback \(most recent call last\)|-*> ?\d+ "
+                    # a logging header whose message is on the next lines ("WARNING:torch.distributed.run:")
+                    r"|[A-Z]+:[\w.]+:\s*$"
                     r"|warnings\.warn(?:_explicit)?\("
                     # an environment assignment (an `env` dump's NCCL_DEBUG=WARN): configuration, not an event
                     r"|(?:export\s+|declare -x\s+)?[A-Z_][A-Z0-9_]*=\S*\s*$)|\bNCCL INFO\b")

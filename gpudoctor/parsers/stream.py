@@ -72,6 +72,8 @@ def _check_start(raw: bytes, sample: str, path: str) -> None:
 
 
 def _decode(raw: bytes, path: str, first: bool) -> str:
+    if first and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with its byte-order mark (PowerShell 5's `>`)
+        return raw.decode("utf-16", "replace")
     text = raw.decode("utf-8", "replace")
     if first:
         _check_start(raw, text, path)
@@ -164,10 +166,12 @@ def _sample_kinds(sample: str, carried: list[str]) -> list[str]:
     """The formats of a chunk recognised on its start (``sample``), plus the log formats the samples of earlier
     chunks of the same input showed (``carried``, updated)."""
     from gpudoctor.parsers import detect as D
+    from gpudoctor.parsers._text import unwrap_json_lines
 
-    kinds = D.detect(sample)
+    inner = unwrap_json_lines(sample) if sample.lstrip().startswith("{") else sample
+    kinds = D.detect(inner) if inner is sample else [D.JSON_LINES] + D.detect(inner)
     kinds += [c for c in carried if c not in kinds]
-    carried += [c for c in kinds if c in (D.NCCL, D.DMESG, D.ERRORS) and c not in carried]
+    carried += [c for c in kinds if c in (D.NCCL, D.DMESG, D.ERRORS, D.JSON_LINES) and c not in carried]
     return kinds
 
 

@@ -128,7 +128,13 @@ def mig(ctx):
 @rule("GPU008")
 def other_processes(ctx):
     """Lists compute and graphics processes NVML reports on each GPU, with their memory (MiB)."""
-    for g in ctx.gpus_with("processes"):
+    gpus = ctx.gpus_with("processes")
+    extra = _contexts_on_one_gpu(gpus)
+    if extra is not None:
+        yield extra(ctx)
+        return
+    job = _job_itself(gpus)
+    for g in gpus:
         if not g.processes:
             continue
         lines = []
@@ -137,8 +143,70 @@ def other_processes(ctx):
             lines.append(
                 f"GPU {g.index}: pid {p.pid} ({p.name or 'name unknown: other PID namespace?'}), {p.kind}, {mem}"
             )
-        yield ctx.finding(lines, subject=f"GPU {g.index}",
-                          data={"processes": [p.model_dump() for p in g.processes]})
+        data = {"processes": [p.model_dump() for p in g.processes]}
+        used = sum(p.used_memory_bytes or 0 for p in g.processes)
+        if all(p.kind == "graphics" for p in g.processes) and used < DISPLAY_BYTES:
+            yield ctx.finding(lines + ["only graphics processes with little memory: this GPU drives a display"],
+                              subject=f"GPU {g.index}", severity="info", title="GPU drives a display",
+                              remedy="Harmless for training unless memory is tight; on a workstation, train on the "
+                                     "GPUs without a display or stop the desktop session for long runs.", data=data)
+        elif job:
+            yield ctx.finding(lines + [job], subject=f"GPU {g.index}", severity="info",
+                              title="One process per GPU, the same program on each: probably the job itself",
+                              remedy="Nothing to stop if these are the job's own ranks (nvidia-smi taken while it "
+                                     "ran); before a new job, check that they have exited.", data=data)
+        else:
+            yield ctx.finding(lines, subject=f"GPU {g.index}", data=data)
+
+
+def _contexts_on_one_gpu(gpus):
+    """When the processes of the other GPUs also appear on one GPU (each rank holds a context there as well as on
+    its own GPU): the ranks did not call torch.cuda.set_device(local_rank) before their first CUDA work. Returns a
+    function building the finding, or None."""
+    where: dict[int, set[int]] = {}
+    for g in gpus:
+        for p in g.processes:
+            if p.kind != "graphics":
+                where.setdefault(p.pid, set()).add(g.index)
+    for g in gpus:
+        own = {p.pid for p in g.processes if p.kind != "graphics"}
+        guests = sorted(pid for pid in own if len(where[pid]) == 2)
+        if len(guests) < 2 or not all(pid in own for pid, gs in where.items() if len(gs) > 1):
+            continue
+        hub = g
+
+        def build(ctx, hub=hub, guests=guests):
+            others = sorted({i for pid in guests for i in where[pid]} - {hub.index})
+            return ctx.finding(
+                [f"GPU {hub.index}: pids {', '.join(map(str, guests))} also run on GPU(s) "
+                 f"{', '.join(map(str, others))}: each rank holds a CUDA context on GPU {hub.index} as well as on "
+                 "its own GPU",
+                 "the ranks did not select their GPU before their first CUDA call (init_process_group, barrier, a "
+                 "tensor or model created on cuda / cuda:0): GPU 0 loses memory to every rank"],
+                subject=f"GPU {hub.index}", severity="warning",
+                title=f"Every rank also holds a context on GPU {hub.index} (torch.cuda.set_device missing)",
+                remedy="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) first thing in each rank, pass "
+                       "device_id=torch.device('cuda', local_rank) to init_process_group, and create tensors on "
+                       "'cuda' only after that (or with an explicit cuda:{local_rank}).",
+                data={"gpu": hub.index, "pids": guests, "also_on": others})
+
+        return build
+    return None
+
+
+DISPLAY_BYTES = 1 << 30  #: a display server's graphics memory (Xorg, gnome-shell: tens to hundreds of MiB)
+
+
+def _job_itself(gpus) -> str | None:
+    """A note when every GPU (at least 2) holds exactly one compute process and all have the same program name:
+    the ranks of one job (torchrun starts one per GPU), not a stray process."""
+    procs = [g.processes for g in gpus]
+    if len(gpus) < 2 or any(len(p) != 1 or p[0].kind == "graphics" for p in procs):
+        return None
+    names = {p[0].name for p in procs}
+    if len(names) != 1 or None in names:
+        return None
+    return f"{len(gpus)} GPUs each run one '{names.pop()}' process: the ranks of one job"
 
 
 @rule("GPU009")

@@ -152,12 +152,22 @@ def arch_list(ctx):
             f"official {row.release} {row.variant} wheel, from gpudoctor's table",
             row.status,
         )
-    for g in ctx.gpus_with("compute_capability"):
-        cc = cc_tuple(g.compute_capability)
-        if cc is None:
+    from gpudoctor.compat.tables import find_gpu
+
+    unknown = []
+    for g in ctx.gpus():
+        # NVML's compute capability, else the GPU table's by model name (collect_env and nvidia-smi tables give
+        # only the name), as CMP004 does
+        known = g.compute_capability if ctx.known("nvml.gpus", "compute_capability") else None
+        model = find_gpu(g.name) if not known and g.name else None
+        cap = known or (model.cc if model else None)
+        cc = cc_tuple(cap)
+        if cc is None or cap is None:
+            unknown.append(f"GPU {g.index} ({g.name or 'model unknown'})")
             continue
-        v = arch_vs_cc(arch, g.compute_capability, t.cuda, arch_source=source, arch_status=status)
-        ev = [f"GPU {g.index} {g.name}: compute capability {g.compute_capability} (sm_{cc[0]}{cc[1]})",
+        v = arch_vs_cc(arch, cap, t.cuda, arch_source=source, arch_status=status)
+        how = "" if known else " (from the model name: gpudoctor's GPU table)"
+        ev = [f"GPU {g.index} {g.name}: compute capability {cap}{how} (sm_{cc[0]}{cc[1]})",
               f"torch {t.version} arch list ({source}): {' '.join(arch)}", v.reason] + v.unverified
         if v.status == CAVEAT and _under_mvc(ctx, t):
             yield ctx.finding(ev + ["the driver is older than torch's CUDA (minor-version compatibility): it cannot "
@@ -168,6 +178,8 @@ def arch_list(ctx):
                               title="GPU covered only by PTX in torch's arch list (JIT at start-up)")
         elif v.status == FAIL:
             yield ctx.finding(ev, subject=f"GPU {g.index}", data=v.data)
+    if unknown:
+        ctx.partial = "compute capability unknown for " + ", ".join(unknown)
 
 
 @rule("TRC005")

@@ -1,0 +1,100 @@
+"""Formats users paste that used to be refused (issue 14 item 5, break-it pass of 2026-12-03): JSON-lines logs
+(docker's json-file driver, Kubernetes exports, structured loggers), UTF-16 text from PowerShell, nccl-tests output."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.parsers import stream
+from gpudoctor.parsers._text import unwrap_json_lines
+
+runner = CliRunner()
+OOM = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
+       "of 79.15 GiB of which 1.20 GiB is free.\n")
+
+
+def _docker(lines: list[str]) -> str:
+    return "".join(json.dumps({"log": x, "stream": "stderr", "time": "2024-06-01T10:00:00.1Z"}) + "\n" for x in lines)
+
+
+def _check(path: Path) -> tuple[int, dict]:
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    return res.exit_code, json.loads(res.stdout) if res.stdout.lstrip().startswith("{") else {}
+
+
+def test_a_docker_json_log_is_read_as_its_log_lines(tmp_path):
+    p = tmp_path / "container-json.log"
+    p.write_text(_docker(["epoch 1 step 100 loss 3.21\n"] * 20 + [OOM]))
+    code, doc = _check(p)
+    assert code == 1 and [f["rule_id"] for f in doc["findings"] if f["severity"] == "error"] == ["SIG012"]
+
+
+def test_a_large_json_lines_log_is_read_chunk_by_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream, "WHOLE_BYTES", 100_000)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 150_000)
+    p = tmp_path / "big.jsonl"
+    p.write_text(_docker([f"epoch 1 step {i} loss 3.21\n" for i in range(6000)] + [OOM]))
+    code, doc = _check(p)
+    hit = next(f for f in doc["findings"] if f["rule_id"] == "SIG012")
+    assert code == 1 and hit["data"]["first_line"] == 6001
+
+
+def test_json_documents_that_are_not_logs_are_left_alone():
+    report = json.dumps({"schema_version": "2.2", "kind": "gpudoctor-report", "message": "x"})
+    assert unwrap_json_lines(report) == report
+    other = "\n".join(json.dumps({"a": i}) for i in range(5))
+    assert unwrap_json_lines(other) == other
+    k8s = json.dumps({"textPayload": "RuntimeError: CUDA error: out of memory", "severity": "ERROR"})
+    assert unwrap_json_lines(k8s) == "RuntimeError: CUDA error: out of memory\n"
+
+
+def test_utf16_with_a_byte_order_mark_is_text(tmp_path):
+    p = tmp_path / "smi.txt"
+    p.write_bytes("RuntimeError: CUDA error: an illegal memory access was encountered\n".encode("utf-16"))
+    code, doc = _check(p)
+    assert code == 1 and "SIG023" in {f["rule_id"] for f in doc["findings"]}
+
+
+NT = ("# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+      "validation: 1 graph: 0\n#\n# Using devices\n#  Rank  0 Group  0 Pid  51230 on    node001 device  0 [0x18] "
+      "NVIDIA H100 80GB HBM3\n#\n#       size         count      type   redop    root     time   algbw   busbw "
+      "#wrong     time   algbw   busbw #wrong\n  8589934592    2147483648     float     sum      -1  23456.1  366.21  "
+      "640.87  {w}  23410.2  366.93  642.13  {w}\n# Out of bounds values : {n} {ok}\n"
+      "# Avg bus bandwidth    : 129.635 \n")
+
+
+def test_nccl_tests_output_is_accepted_and_wrong_results_are_an_error(tmp_path):
+    p = tmp_path / "allreduce.txt"
+    p.write_text(NT.format(w=0, n=0, ok="OK"))
+    code, doc = _check(p)
+    assert code == 0 and doc["snapshot"]["inputs"][0]["kinds"] == ["nccl-tests output"]
+    p.write_text(NT.format(w=12, n=12, ok="FAILED"))
+    code, doc = _check(p)
+    assert code == 1 and [f["rule_id"] for f in doc["findings"] if f["severity"] == "error"] == ["SIG426"]
+
+
+def test_package_lists_give_torch_facts(tmp_path):
+    """`pip list` filtered through grep (no header), `pip freeze` and `conda list`: torch's version, its CUDA variant
+    where the list shows it, and torchvision's, so CMP001 judges the pair."""
+    cases = {
+        "pip-list.txt": ("$ pip list | grep -iE 'torch|nvidia'\nnvidia-nccl-cu12          2.21.5\n"
+                         "torch                     2.5.1\ntorchvision               0.19.1\n", ("2.5.1", None), True),
+        "freeze.txt": ("filelock==3.13.1\nJinja2==3.1.3\ntorch==2.4.0+cu121\ntorchvision==0.19.0+cu121\n"
+                       "triton==3.0.0\n", ("2.4.0+cu121", "12.1"), False),
+        "conda.txt": ("# packages in environment at /opt/conda:\n#\n"
+                      "# Name                    Version                   Build  Channel\n"
+                      "pytorch                   2.1.0           py3.10_cuda11.8_cudnn8.7.0_0    pytorch\n"
+                      "torchvision               0.16.0              py310_cu118    pytorch\n",
+                      ("2.1.0", "11.8"), False),
+    }
+    for name, (text, (version, cuda), mismatch) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        code, doc = _check(p)
+        t = doc["snapshot"]["torch"]
+        assert (t["version"], t["cuda"]) == (version, cuda), name
+        assert ("cuda" in doc["snapshot"]["known_fields"]["torch"]) == (cuda is not None), name
+        assert ("CMP001" in {f["rule_id"] for f in doc["findings"]}) == mismatch, name
