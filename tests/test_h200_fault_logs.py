@@ -29,6 +29,9 @@ EXPECTED = {
     "checkpoint-save-disk-full": "SIG373",     # torch.save to /dev/full (ENOSPC)
     "fsdp-mixed-requires-grad": "SIG378",      # one FSDP unit with a frozen weight, use_orig_params=False
     "fsdp-module-on-cpu": "SIG379",            # FSDP(module on the CPU) without device_id
+    # 2026-12-03, second run (13:16 UTC)
+    "torchrun-two-ranks-one-gpu": "SIG065",    # torchrun --nproc_per_node 2 on one GPU, set_device(LOCAL_RANK)
+    "torchrun-oom-no-source": "SIG012",        # a .pyc without its source: no source line under the File line
 }
 
 

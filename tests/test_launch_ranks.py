@@ -66,3 +66,26 @@ def test_the_parser_reads_ranks_world_size_and_restart():
     got = parse_rank_announcements(agent([4, 5], 8, restart=2))
     assert [(a.rank, a.world_size, a.restart, a.source) for a in got] == [(4, 8, 2, "torchrun"), (5, 8, 2, "torchrun")]
     assert [(a.rank, a.world_size) for a in parse_rank_announcements("[rank: 3] " + lightning([3], 16))] == [(3, 16)]
+
+
+def _init(rank, nranks=16, what="START", cid="0x9e02c3a51fd7a884", host="nodeA"):
+    return (f"{host}:{1100 + rank}:{1190 + rank} [{rank % 8}] NCCL INFO ncclCommInitRank comm 0x55c1a0e2f9{rank:02d} "
+            f"rank {rank} nranks {nranks} cudaDev {rank % 8} nvmlDev {rank % 8} busId 18000 commId {cid} - Init "
+            f"{what}\n")
+
+
+def test_an_nccl_init_that_only_some_ranks_started_is_named(tmp_path):
+    """NCCL 2.17+ init.cc: 'comm %p rank %d nranks %d ... commId 0x%llx - Init START' per rank; 8 of 16 started and
+    none completed: the other 8 never called ncclCommInitRank (LOG006). Completed, or all started: quiet."""
+    hang = "".join(_init(r) for r in range(8))
+    p = tmp_path / "nccl.log"
+    p.write_text(hang)
+    doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    f = [x for x in doc["findings"] if x["rule_id"] == "LOG006"]
+    assert len(f) == 1 and f[0]["data"]["missing"] == list(range(8, 16)) and "8-15" in f[0]["evidence"][1]
+    for quiet in (hang + "".join(_init(r, what="COMPLETE") for r in range(8)),   # one node's log of a good start
+                  "".join(_init(r) for r in range(16))):                          # all started, still running
+        p.write_text(quiet)
+        doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
+        assert not [x for x in doc["findings"] if x["rule_id"] == "LOG006"]
+        assert next(o["status"] for o in doc["outcomes"] if o["rule_id"] == "LOG006") == "pass"

@@ -29,7 +29,8 @@ SCHEMA_VERSION = "2.2"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      Also: inputs[].status / reason, confirmation status "interrupted" (issue 15); confirmation.selftest,
 #      confirmation.baseline (issue 16).
 # 2.1: logs.signatures[] ranks, hosts, gpus, first_line, last_line (where a signature fired; issue 14).
-# 2.2: logs.rank_announcements (launcher rank lines: the same global rank started twice; issue 14).
+# 2.2: logs.rank_announcements (launcher rank lines: the same global rank started twice; issue 14);
+#      logs.nccl.comms (per communicator, the ranks whose Init START / COMPLETE lines are in the log).
 
 Unlimited = Literal["unlimited"]
 
@@ -249,6 +250,15 @@ class XidEvent(_Model):
     file: str | None = None
 
 
+class NcclCommInit(_Model):
+    """One NCCL communicator's initialisation as the log shows it (ncclCommInitRank's INFO lines, NCCL 2.17+)."""
+
+    comm_id: str = Field(description="commId printed on the Init START line, e.g. 0x9e02c3a51fd7a884")
+    nranks: int
+    started: list[int] = Field(default_factory=list, description="ranks with an 'Init START' line")
+    completed: list[int] = Field(default_factory=list, description="ranks with an 'Init COMPLETE' line")
+
+
 class NcclLogFacts(_Model):
     """What an NCCL_DEBUG=INFO/WARN log says (possibly from several ranks and hosts)."""
 
@@ -268,6 +278,9 @@ class NcclLogFacts(_Model):
     nranks: int | None = None
     nvls_channels: int | None = None
     init_complete: bool = False
+    comms: list[NcclCommInit] = Field(
+        default_factory=list, description="per communicator (commId): the ranks whose Init START / Init COMPLETE "
+                                          "lines are in the log")
 
 
 class LogFacts(_Model):

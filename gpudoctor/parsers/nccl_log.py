@@ -73,6 +73,11 @@ _DIGITS = re.compile(r"\d+")
 _ANY_LEVEL = re.compile(r"NCCL (?:INFO|WARN|TRACE)(?:\s|$)", re.M)
 _IB_FINDER = re.compile(r"NET/IB(?: : No device found|\s*:\s*Using\s*\[\d)")
 _NRANKS_FINDER = re.compile(r"nranks", re.IGNORECASE)
+#: init.cc ncclCommInitRankFunc (2.17-2.30): "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx
+#: commId 0x%llx - Init START" and "... commId 0x%llx - Init COMPLETE" (the COMPLETE line carries commId since 2.19)
+_INIT_LINE = re.compile(r"\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*?(?:commId (0x[0-9a-f]+))?\s*-\s*"
+                        r"Init (START|COMPLETE)\b")
+MAX_COMMS = 64  #: communicators tracked per log (a job creates a few; sub-groups add more)
 
 
 def _classify(raw: str) -> tuple[str, str, str | None] | None:
@@ -170,6 +175,33 @@ def _fast_host(rank: str | None, host: str | None, tr: str) -> str | None:
     return host
 
 
+def _comm_inits(msgs) -> list:
+    """The communicators whose Init START lines (with their commId) are in the log, with the ranks that started and
+    completed; an Init COMPLETE without commId (NCCL before 2.19) joins the one communicator of its comm pointer."""
+    from gpudoctor.facts.model import NcclCommInit
+
+    by_id: dict[str, NcclCommInit] = {}
+    by_ptr: dict[str, str] = {}
+    for msg in msgs(" - Init "):
+        m = _INIT_LINE.search(msg)
+        if m is None:
+            continue
+        ptr, rank, nranks, cid, what = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5)
+        cid = cid or by_ptr.get(ptr)
+        if cid is None:
+            continue
+        c = by_id.get(cid)
+        if c is None:
+            if len(by_id) >= MAX_COMMS:
+                continue
+            c = by_id[cid] = NcclCommInit(comm_id=cid, nranks=nranks)
+        by_ptr[ptr] = cid
+        lst = c.started if what == "START" else c.completed
+        if rank not in lst:
+            lst.append(rank)
+    return list(by_id.values())
+
+
 def parse_nccl_log(text: str) -> NcclLogFacts:
     """Parse NCCL debug output. Raises ParseError when no 'NCCL INFO/WARN' line (nor 'NCCL version') is present.
 
@@ -239,6 +271,7 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
             f.nvls_channels = int(c2.group(1))
             break
     f.init_complete = any("Init COMPLETE" in m for m in msgs("Init COMPLETE"))
+    f.comms = _comm_inits(msgs)
     events = _channel_transports(t)
     for tr, host in dict.fromkeys(events):
         if tr not in f.transports:

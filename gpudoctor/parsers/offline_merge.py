@@ -61,6 +61,15 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
             cur += [x for x in getattr(n, name) if x not in cur]
         out.warnings += n.warnings[:max(0, MAX_WARN - len(out.warnings))]
         out.env_set = {**out.env_set, **n.env_set}
+        mine = {c.comm_id: c for c in out.comms}
+        for c in n.comms:
+            if c.comm_id not in mine:
+                out.comms.append(c.model_copy(deep=True))
+                mine[c.comm_id] = out.comms[-1]
+                continue
+            for name in ("started", "completed"):
+                lst = getattr(mine[c.comm_id], name)
+                lst += [r for r in getattr(c, name) if r not in lst]
         for host, trs in n.host_net_transports.items():
             lst = out.host_net_transports.setdefault(host, [])
             lst += [t for t in trs if t not in lst]

@@ -57,12 +57,15 @@ def _cuda_of(version: str, build: str | None) -> tuple[bool, str | None]:
     return False, None
 
 
-def parse_packages(text: str) -> TorchFacts:
-    """The torch facts of a package list. Raises ParseError when the list has no torch (or pytorch) row."""
+def parse_packages(text: str) -> TorchFacts | None:
+    """The torch facts of a package list; None when it has no torch (or pytorch) row (a `pip list | grep cudnn`:
+    torch's presence is then unknown, not absent). Raises ParseError when the text holds no package row."""
     rows = package_rows(text)
+    if not rows:
+        raise ParseError("no package rows")
     row = rows.get("torch") or rows.get("pytorch")
     if row is None:
-        raise ParseError("no torch in the package list")
+        return None
     t = TorchFacts(source=SOURCE, interpreter="(the environment the package list came from)")
     t.installed = True
     t.version = row[0]

@@ -191,8 +191,13 @@ def parse_query(text: str) -> NvmlFacts:
         if procs is not None:
             g.processes = procs
         gpus.append(g)
-    nv = _finish_gpus(nv, gpus)
     attached = to_int(top.get("attached gpus"))
+    if not gpus and not attached:
+        # a header without GPU blocks: "Attached GPUs : 0" lists none; without that line the paste was cut
+        if attached == 0:
+            nv.gpus, nv.gpu_count, nv.available = [], 0, True
+        return nv
+    nv = _finish_gpus(nv, gpus)
     if attached and attached > len(gpus):  # a paste cut before the last GPU blocks: the others are unseen
         nv.gpu_count = attached
     return nv

@@ -147,6 +147,8 @@ def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = N
     try:
         head, cut = _read_head(fh, WHOLE_BYTES + 1)
         if cut is not None:  # a small archive cut short: diagnose what decompressed, and say it was cut
+            # its last paragraph may stop mid-section (an ECC block without its last counters): only whole ones count
+            head = head[:head.rfind(b"\n\n") + 1] if b"\n\n" in head else head[:head.rfind(b"\n") + 1]
             err = parse_file(name, _decode(head, path, True), col) if head.strip() else None
             return err or f"{name}: could not read to the end ({type(cut).__name__}: {cut}); " + (
                 "the part read was diagnosed" if head.strip() else "nothing could be read")

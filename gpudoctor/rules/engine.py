@@ -145,6 +145,8 @@ class Ctx:
             # without a driver the GPUs (if any) cannot be read: unknown, not "none" (DRV001 says why)
             raise NotAssessed("NVML unusable (see DRV001): the GPUs cannot be read")
         if not nv.gpus:
+            if nv.gpu_count:  # "Attached GPUs : 8" and the paste cut before the first GPU block
+                raise NotAssessed(f"the input says {nv.gpu_count} GPUs but none of them is in it ({nv.source})")
             if not self.known("nvml", "gpus"):  # an excerpt that stops before the GPU rows: unknown, not none
                 raise NotAssessed(f"the GPU list is not in the input ({nv.source})")
             raise NotApplicable("no NVIDIA GPU visible to NVML")

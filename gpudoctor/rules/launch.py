@@ -41,3 +41,25 @@ def duplicate_ranks(ctx):
              "the launcher started the same ranks on several nodes: the job waits for the missing ranks"],
             subject=f"world size {world}",
             data={"world_size": world, "duplicated": twice, "missing": missing, "source": first.source})
+
+
+@rule("LOG006")
+def comm_init_missing_ranks(ctx):
+    """For each NCCL communicator of the log (its Init START lines, NCCL 2.17+): fires when no rank completed its
+    initialisation and fewer ranks started it than the communicator has."""
+    logs = ctx.snap.logs
+    nccl = logs.nccl if logs is not None else None
+    if nccl is None or not nccl.comms:
+        raise NotAssessed("no NCCL 'Init START' lines with a commId (NCCL_DEBUG=INFO, NCCL 2.17+) in the inputs")
+    for c in nccl.comms:
+        missing = sorted(set(range(c.nranks)) - set(c.started))
+        if c.completed or not c.started or not missing:
+            continue
+        yield ctx.finding(
+            [f"communicator {c.comm_id}: {len(c.started)} of {c.nranks} ranks printed Init START "
+             f"({_ranges(c.started)}), none printed Init COMPLETE",
+             f"ranks {_ranges(missing)} never started it in these logs: if the logs cover every node, they never "
+             "called ncclCommInitRank (stuck earlier, or creating their groups in another order); if not, add the "
+             "other nodes' logs"],
+            subject=f"commId {c.comm_id}",
+            data={"comm_id": c.comm_id, "nranks": c.nranks, "started": c.started, "missing": missing})
