@@ -75,8 +75,7 @@ _IB_FINDER = re.compile(r"NET/IB(?: : No device found|\s*:\s*Using\s*\[\d)")
 _NRANKS_FINDER = re.compile(r"nranks", re.IGNORECASE)
 #: init.cc ncclCommInitRankFunc (2.17-2.30): "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx
 #: commId 0x%llx - Init START" and "... commId 0x%llx - Init COMPLETE" (the COMPLETE line carries commId since 2.19)
-_INIT_LINE = re.compile(r"\bcomm (0x[0-9a-f]+) rank (\d+) nranks (\d+)\b.*?(?:commId (0x[0-9a-f]+))?\s*-\s*"
-                        r"Init (START|COMPLETE)\b")
+_INIT_LINE = re.compile(r"comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) ([^\n]*)")
 MAX_COMMS = 64  #: communicators tracked per log (a job creates a few; sub-groups add more)
 
 
@@ -175,19 +174,23 @@ def _fast_host(rank: str | None, host: str | None, tr: str) -> str | None:
     return host
 
 
-def _comm_inits(msgs) -> list:
-    """The communicators whose Init START lines (with their commId) are in the log, with the ranks that started and
-    completed; an Init COMPLETE without commId (NCCL before 2.19) joins the one communicator of its comm pointer."""
+def _comm_inits(text: str) -> list:
+    """The communicators whose Init START lines (with their commId) are in ``text``, with the ranks that started and
+    completed; an Init COMPLETE without commId (NCCL before 2.19) joins the one communicator of its comm pointer.
+    One regex scan of the text (no line classification: a 512-rank log holds a START and a COMPLETE line per rank
+    and communicator)."""
     from gpudoctor.facts.model import NcclCommInit
 
     by_id: dict[str, NcclCommInit] = {}
     by_ptr: dict[str, str] = {}
-    for msg in msgs(" - Init "):
-        m = _INIT_LINE.search(msg)
-        if m is None:
+    for m in _INIT_LINE.finditer(text):
+        rest = m.group(4).rstrip()
+        what = "START" if rest.endswith("Init START") else "COMPLETE" if rest.endswith("Init COMPLETE") else None
+        if what is None:
             continue
-        ptr, rank, nranks, cid, what = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5)
-        cid = cid or by_ptr.get(ptr)
+        ptr, rank, nranks = m.group(1), int(m.group(2)), int(m.group(3))
+        k = rest.find("commId 0x")
+        cid = rest[k + 7:].split(None, 1)[0] if k >= 0 else by_ptr.get(ptr)
         if cid is None:
             continue
         c = by_id.get(cid)
@@ -271,7 +274,7 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
             f.nvls_channels = int(c2.group(1))
             break
     f.init_complete = any("Init COMPLETE" in m for m in msgs("Init COMPLETE"))
-    f.comms = _comm_inits(msgs)
+    f.comms = _comm_inits(t)
     events = _channel_transports(t)
     for tr, host in dict.fromkeys(events):
         if tr not in f.transports:
