@@ -135,3 +135,17 @@ def test_arch_list_check_uses_the_model_name_when_the_compute_capability_is_not_
     # an H100 is in the cu124 list: passes
     code, doc = _check(tmp_path, "ce2.txt", ce.replace("GeForce RTX 5090", "H100 80GB HBM3"))
     assert _status(doc, "TRC004") == "pass"
+
+
+def test_the_wheel_offered_for_an_old_driver_has_kernels_for_the_gpus():
+    """suggest_variant skips wheels without kernels for the GPUs: on driver 450.51 (below the 11.x minor-version
+    minimum) the only wheel that runs is cu102, which has no sm_80, so none is offered for an A100."""
+    from gpudoctor.compat.tables import suggest_variant
+
+    assert suggest_variant("450.51.06", None, ())[1] == "cu102"
+    assert suggest_variant("450.51.06", None, ("8.0",)) is None
+    from gpudoctor.compat.tables import variant_cuda
+    from gpudoctor.compat.versions import vtuple
+
+    _, variant, _ = suggest_variant("470.82.01", None, ("9.0",))
+    assert vtuple(variant_cuda(variant)) >= (11, 8)  # an H100 needs a wheel with sm_90 kernels (CUDA 11.8+)

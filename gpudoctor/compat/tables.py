@@ -345,11 +345,19 @@ def torch_url(key: str) -> str:
     return sources("compat_torch", [key])[0]
 
 
-def suggest_variant(driver: str | None = None, driver_cuda: str | None = None) -> tuple[str, str, str] | None:
+def suggest_variant(driver: str | None = None, driver_cuda: str | None = None,
+                    ccs: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
     """(release, variant, mode) of the newest table torch wheel that runs on this driver, where mode is
     "native" or "mvc" (minor-version compatibility); within a release a native variant is preferred.
-    Experimental variants are skipped. None when no wheel fits or the driver is unknown."""
-    from gpudoctor.compat.check import CAVEAT, PASS, runtime_vs_driver
+    Experimental variants are skipped, and so are those whose wheel arch list (``wheel_arch``) does not cover one of
+    the GPUs' compute capabilities ``ccs`` ("8.0": a cu102 wheel has no sm_80 for an A100). None when no wheel fits or
+    the driver is unknown."""
+    from gpudoctor.compat.check import CAVEAT, FAIL, PASS, arch_vs_cc, runtime_vs_driver
+
+    def runs_on_gpus(release: str, variant: str) -> bool:
+        row = wheel_arch(release, variant)  # not in the table: whether its CUDA toolkit can target the GPU at all
+        arch = list(row.arch_list) if row is not None else []
+        return not any(arch_vs_cc(arch, cc, variant_cuda(variant)).status == FAIL for cc in ccs)
 
     if not driver and not driver_cuda:
         return None
@@ -358,7 +366,7 @@ def suggest_variant(driver: str | None = None, driver_cuda: str | None = None) -
         native: list[str] = []
         viaminor: list[str] = []
         for v in rel.variants:
-            if v in rel.experimental:
+            if v in rel.experimental or not runs_on_gpus(rel.release, v):
                 continue
             st = runtime_vs_driver(variant_cuda(v), driver, driver_cuda).status
             (native if st == PASS else viaminor if st == CAVEAT else []).append(v)

@@ -18,11 +18,20 @@ def _torch(ctx, *fields):
 
 def _index_hint(ctx) -> str:
     """A pip command for the newest torch wheel the driver runs (tables: rules/compat_torch.toml)."""
-    from gpudoctor.compat.tables import suggest_variant
+    from gpudoctor.compat.tables import find_gpu, suggest_variant
 
     nv = ctx.snap.nvml
-    got = suggest_variant(nv.driver_version, nv.cuda_driver_version) if nv and nv.available else None
+    ccs: list[str] = []
+    for g in (nv.gpus if nv else []):  # the wheel must also carry kernels for these GPUs
+        m = None if g.compute_capability or not g.name else find_gpu(g.name)
+        cc = g.compute_capability or (m.cc if m else None)
+        if cc and cc not in ccs:
+            ccs.append(cc)
+    got = suggest_variant(nv.driver_version, nv.cuda_driver_version, tuple(ccs)) if nv and nv.available else None
     if not got:
+        if nv is not None and nv.driver_version and ccs:
+            return (f"no torch wheel in gpudoctor's table both runs on driver {nv.driver_version} and has kernels "
+                    f"for these GPUs (compute capability {', '.join(ccs)}): upgrade the driver ({INSTALL_URL})")
         return f"pip install torch (see {INSTALL_URL})"
     release, variant, mode = got
     how = " (runs under CUDA minor-version compatibility)" if mode == "mvc" else ""
