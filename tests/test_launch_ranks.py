@@ -89,3 +89,13 @@ def test_an_nccl_init_that_only_some_ranks_started_is_named(tmp_path):
         doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
         assert not [x for x in doc["findings"] if x["rule_id"] == "LOG006"]
         assert next(o["status"] for o in doc["outcomes"] if o["rule_id"] == "LOG006") == "pass"
+
+
+def test_without_init_lines_the_init_check_is_not_assessed(tmp_path):
+    """An NCCL log whose init lines are missing (NCCL_DEBUG=WARN, or NCCL before 2.17 without commId) says nothing
+    about who joined: LOG006 is not assessed, never passed."""
+    p = tmp_path / "warn.log"
+    p.write_text("nodeA:1101:1190 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                 "nodeA:1101:1190 [0] NCCL INFO comm 0x55c1 rank 0 nranks 16 cudaDev 0 busId 18000 - Init COMPLETE\n")
+    doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    assert next(o["status"] for o in doc["outcomes"] if o["rule_id"] == "LOG006") == "not_assessed"

@@ -149,3 +149,17 @@ def test_the_wheel_offered_for_an_old_driver_has_kernels_for_the_gpus():
 
     _, variant, _ = suggest_variant("470.82.01", None, ("9.0",))
     assert vtuple(variant_cuda(variant)) >= (11, 8)  # an H100 needs a wheel with sm_90 kernels (CUDA 11.8+)
+
+
+def test_a_cuda_build_that_sees_cuda_is_not_flagged_without_gpu_facts(tmp_path):
+    """The look-alike of the CUDA-unavailable warning: is_available() True and no nvidia-smi facts is not a finding;
+    the GPU comparison stays not assessed."""
+    ce = (CE_ROCM.replace("2.3.0+rocm6.0", "2.5.1+cu124").replace("CUDA used to build PyTorch: N/A",
+                                                                 "CUDA used to build PyTorch: 12.4")
+          .replace("ROCM used to build PyTorch: 6.0.32830-d62f6a171", "ROCM used to build PyTorch: N/A")
+          .replace("Is CUDA available: False", "Is CUDA available: True")
+          .replace("Nvidia driver version: 535.161.08", "Nvidia driver version: Could not collect")
+          .replace("HIP runtime version: 6.0.32830", "HIP runtime version: N/A"))
+    _, doc = _check(tmp_path, "ce.txt", ce)
+    assert not [f for f in doc["findings"] if f["rule_id"] == "TRC005"]
+    assert _status(doc, "TRC005") == "not_assessed"

@@ -197,6 +197,15 @@ def _gpu_rows() -> tuple[tuple[str, dict], ...]:
     return tuple(out)
 
 
+def gpu_cc(compute_capability: str | None, name: str | None) -> str | None:
+    """A GPU's compute capability: NVML's when known, else the GPU table's for its model name (collect_env and
+    nvidia-smi tables give only the name); None when neither knows it."""
+    if compute_capability:
+        return compute_capability
+    m = find_gpu(name) if name else None
+    return m.cc if m else None
+
+
 def find_gpu(name: str) -> GpuModel | None:
     """The table's GPU model for ``name`` (an NVML/nvidia-smi name or a user spelling), or None.
 

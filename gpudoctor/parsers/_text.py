@@ -138,3 +138,17 @@ def unwrap_json_lines(text: str, sample: int = 200) -> str:
     if good < 0.8 * min(len(lines), sample):
         return text
     return "\n".join(out) + "\n"
+
+
+def int_ranges(nums) -> str:
+    """'0-3, 7, 9-10' for [0, 1, 2, 3, 7, 9, 10] (any order; duplicates once)."""
+    vals = sorted(set(nums))
+    out: list[str] = []
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        out.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
+        i = j + 1
+    return ", ".join(out)

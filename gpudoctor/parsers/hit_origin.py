@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 
 from gpudoctor.facts.model import SignatureHit
+from gpudoctor.parsers._text import int_ranges
 
 MAX_LINES = 3
 MAX_DISTINCT = 4096  # ranks / hosts / GPUs kept per signature
@@ -118,19 +119,6 @@ def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
     return sorted(by_id.values(), key=lambda h: h.id)
 
 
-def _ranges(nums: list[int]) -> str:
-    """'0-3, 7, 9-10' for [0, 1, 2, 3, 7, 9, 10]."""
-    out: list[str] = []
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ", ".join(out)
-
-
 def _names(items: list[str], limit: int = 8) -> str:
     head = ", ".join(items[:limit])
     return head + (f" … ({len(items)} in all)" if len(items) > limit else "")
@@ -140,7 +128,7 @@ def describe(hit: SignatureHit) -> str:
     """'on ranks 3, 7 (hosts nodeA, nodeB; GPUs cuda:3@nodeA), 14 matches in train.log, lines 120–9021'."""
     who = []
     if hit.ranks:
-        who.append(f"rank{'s' * (len(hit.ranks) > 1)} {_ranges(hit.ranks)}")
+        who.append(f"rank{'s' * (len(hit.ranks) > 1)} {int_ranges(hit.ranks)}")
     extra = []
     if hit.hosts:
         extra.append(f"host{'s' * (len(hit.hosts) > 1)} {_names(hit.hosts)}")

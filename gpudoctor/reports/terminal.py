@@ -79,12 +79,17 @@ def header_lines(report: Report) -> list[str]:
 STATUS_LABEL = {"pass": "passed", "not_assessed": "not assessed", "not_applicable": "not applicable"}
 
 
+def _headline(f: Finding) -> str:
+    """``✗ RULE title — subject`` (rich markup) of one finding."""
+    sym, style = MARK[f.severity]
+    subj = f" — {escape(f.subject)}" if f.subject else ""
+    return f"[{style}]{sym}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}"
+
+
 def print_findings(findings: list[Finding], console: Console, verbose: bool) -> None:
     """Each finding, worst first: its rule, title and subject, evidence, fix (and, ``verbose``, its sources)."""
     for f in sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity]):
-        sym, style = MARK[f.severity]
-        subj = f" — {escape(f.subject)}" if f.subject else ""
-        console.print(f"    [{style}]{sym}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}")
+        console.print("    " + _headline(f))
         for ev in f.evidence:
             console.print(f"        {escape(ev)}", highlight=False)
         console.print(f"        [green]→ fix:[/] {escape(f.remedy)}", highlight=False)
@@ -149,9 +154,7 @@ def _print_diagnosis(report: Report, console: Console) -> None:
         return
     console.print("[bold]Diagnosis[/] [dim](cause first; details by area below)[/]")
     for f in worst[:DIAGNOSIS_LINES]:
-        sym, style = MARK[f.severity]
-        subj = f" — {escape(f.subject)}" if f.subject else ""
-        console.print(f"  [{style}]{sym}[/] [bold]{f.rule_id}[/] {escape(f.title)}{subj}", highlight=False)
+        console.print("  " + _headline(f), highlight=False)
     console.print(f"    [green]→ fix first:[/] {escape(worst[0].remedy)}", highlight=False)
     if len(worst) > DIAGNOSIS_LINES:
         console.print(f"  [dim]… and {len(worst) - DIAGNOSIS_LINES} more below[/]")

@@ -138,10 +138,7 @@ def driver_vs_gpu(ctx):
         raise NotAssessed("driver version unknown")
     assessed = 0
     for g in gpus:
-        cc = g.compute_capability
-        if not cc and g.name:
-            m = T.find_gpu(g.name)
-            cc = m.cc if m else None
+        cc = T.gpu_cc(g.compute_capability, g.name)
         v = C.driver_vs_gpu(nv.driver_version, cc, g.name)
         if v.status == C.UNKNOWN:
             continue

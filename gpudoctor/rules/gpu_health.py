@@ -129,9 +129,20 @@ def mig(ctx):
 def other_processes(ctx):
     """Lists compute and graphics processes NVML reports on each GPU, with their memory (MiB)."""
     gpus = ctx.gpus_with("processes")
-    extra = _contexts_on_one_gpu(gpus)
-    if extra is not None:
-        yield extra(ctx)
+    shared = _contexts_on_one_gpu(gpus)
+    if shared is not None:
+        hub, pids, others = shared
+        yield ctx.finding(
+            [f"GPU {hub}: pids {', '.join(map(str, pids))} also run on GPU(s) {', '.join(map(str, others))}: each "
+             f"rank holds a CUDA context on GPU {hub} as well as on its own GPU",
+             "the ranks did not select their GPU before their first CUDA call (init_process_group, barrier, a tensor "
+             f"or model created on cuda / cuda:0): GPU {hub} loses memory to every rank"],
+            subject=f"GPU {hub}", severity="warning",
+            title=f"Every rank also holds a context on GPU {hub} (torch.cuda.set_device missing)",
+            remedy="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) first thing in each rank, pass "
+                   "device_id=torch.device('cuda', local_rank) to init_process_group, and create tensors on 'cuda' "
+                   "only after that (or with an explicit cuda:{local_rank}).",
+            data={"gpu": hub, "pids": pids, "also_on": others})
         return
     job = _job_itself(gpus)
     for g in gpus:
@@ -159,10 +170,10 @@ def other_processes(ctx):
             yield ctx.finding(lines, subject=f"GPU {g.index}", data=data)
 
 
-def _contexts_on_one_gpu(gpus):
-    """When the processes of the other GPUs also appear on one GPU (each rank holds a context there as well as on
-    its own GPU): the ranks did not call torch.cuda.set_device(local_rank) before their first CUDA work. Returns a
-    function building the finding, or None."""
+def _contexts_on_one_gpu(gpus) -> tuple[int, list[int], list[int]] | None:
+    """(hub GPU, pids, their other GPUs) when the compute processes of the other GPUs also appear on one GPU (each
+    rank holds a context there as well as on its own GPU: torch.cuda.set_device(local_rank) was not called before
+    the first CUDA work), else None."""
     where: dict[int, set[int]] = {}
     for g in gpus:
         for p in g.processes:
@@ -171,26 +182,8 @@ def _contexts_on_one_gpu(gpus):
     for g in gpus:
         own = {p.pid for p in g.processes if p.kind != "graphics"}
         guests = sorted(pid for pid in own if len(where[pid]) == 2)
-        if len(guests) < 2 or not all(pid in own for pid, gs in where.items() if len(gs) > 1):
-            continue
-        hub = g
-
-        def build(ctx, hub=hub, guests=guests):
-            others = sorted({i for pid in guests for i in where[pid]} - {hub.index})
-            return ctx.finding(
-                [f"GPU {hub.index}: pids {', '.join(map(str, guests))} also run on GPU(s) "
-                 f"{', '.join(map(str, others))}: each rank holds a CUDA context on GPU {hub.index} as well as on "
-                 "its own GPU",
-                 "the ranks did not select their GPU before their first CUDA call (init_process_group, barrier, a "
-                 "tensor or model created on cuda / cuda:0): GPU 0 loses memory to every rank"],
-                subject=f"GPU {hub.index}", severity="warning",
-                title=f"Every rank also holds a context on GPU {hub.index} (torch.cuda.set_device missing)",
-                remedy="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) first thing in each rank, pass "
-                       "device_id=torch.device('cuda', local_rank) to init_process_group, and create tensors on "
-                       "'cuda' only after that (or with an explicit cuda:{local_rank}).",
-                data={"gpu": hub.index, "pids": guests, "also_on": others})
-
-        return build
+        if len(guests) >= 2 and all(pid in own for pid, gs in where.items() if len(gs) > 1):
+            return g.index, guests, sorted({i for pid in guests for i in where[pid]} - {g.index})
     return None
 
 

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpudoctor.parsers._text import int_ranges
 from gpudoctor.rules.engine import NotAssessed, rule
-
-
-def _ranges(ranks: list[int]) -> str:
-    """[0, 1, 2, 3, 7] -> '0-3, 7'."""
-    out: list[str] = []
-    for r in sorted(ranks):
-        if out and r == int(out[-1].split("-")[-1]) + 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{r}"
-        else:
-            out.append(str(r))
-    return ", ".join(out)
 
 
 @rule("LOG005")
@@ -35,8 +25,8 @@ def duplicate_ranks(ctx):
             continue
         first = next(a for a in logs.rank_announcements if a.world_size == world and a.rank == twice[0])
         yield ctx.finding(
-            [f"world size {world}: global rank(s) {_ranges(twice)} started {max(counts.values())} times, rank(s) "
-             f"{_ranges(missing)} never ({len(counts)} of {world} ranks seen)",
+            [f"world size {world}: global rank(s) {int_ranges(twice)} started {max(counts.values())} times, rank(s) "
+             f"{int_ranges(missing)} never ({len(counts)} of {world} ranks seen)",
              f"e.g. {first.line}",
              "the launcher started the same ranks on several nodes: the job waits for the missing ranks"],
             subject=f"world size {world}",
@@ -57,8 +47,8 @@ def comm_init_missing_ranks(ctx):
             continue
         yield ctx.finding(
             [f"communicator {c.comm_id}: {len(c.started)} of {c.nranks} ranks printed Init START "
-             f"({_ranges(c.started)}), none printed Init COMPLETE",
-             f"ranks {_ranges(missing)} never started it in these logs: if the logs cover every node, they never "
+             f"({int_ranges(c.started)}), none printed Init COMPLETE",
+             f"ranks {int_ranges(missing)} never started it in these logs: if the logs cover every node, they never "
              "called ncclCommInitRank (stuck earlier, or creating their groups in another order); if not, add the "
              "other nodes' logs"],
             subject=f"commId {c.comm_id}",

@@ -18,13 +18,12 @@ def _torch(ctx, *fields):
 
 def _index_hint(ctx) -> str:
     """A pip command for the newest torch wheel the driver runs (tables: rules/compat_torch.toml)."""
-    from gpudoctor.compat.tables import find_gpu, suggest_variant
+    from gpudoctor.compat.tables import gpu_cc, suggest_variant
 
     nv = ctx.snap.nvml
     ccs: list[str] = []
     for g in (nv.gpus if nv else []):  # the wheel must also carry kernels for these GPUs
-        m = None if g.compute_capability or not g.name else find_gpu(g.name)
-        cc = g.compute_capability or (m.cc if m else None)
+        cc = gpu_cc(g.compute_capability, g.name)
         if cc and cc not in ccs:
             ccs.append(cc)
     got = suggest_variant(nv.driver_version, nv.cuda_driver_version, tuple(ccs)) if nv and nv.available else None
@@ -161,15 +160,13 @@ def arch_list(ctx):
             f"official {row.release} {row.variant} wheel, from gpudoctor's table",
             row.status,
         )
-    from gpudoctor.compat.tables import find_gpu
+    from gpudoctor.compat.tables import gpu_cc
 
     unknown = []
     for g in ctx.gpus():
-        # NVML's compute capability, else the GPU table's by model name (collect_env and nvidia-smi tables give
-        # only the name), as CMP004 does
+        # NVML's compute capability, else the GPU table's by model name, as CMP004 does
         known = g.compute_capability if ctx.known("nvml.gpus", "compute_capability") else None
-        model = find_gpu(g.name) if not known and g.name else None
-        cap = known or (model.cc if model else None)
+        cap = gpu_cc(known, g.name)
         cc = cc_tuple(cap)
         if cc is None or cap is None:
             unknown.append(f"GPU {g.index} ({g.name or 'model unknown'})")
