@@ -17,7 +17,9 @@ def _raise(code):
 def make(missing=(), not_supported=(), broken=()):
     ns = types.SimpleNamespace(NVMLError=NVMLError, NVML_ERROR_NOT_SUPPORTED=3, NVML_TEMPERATURE_GPU=0,
                                NVML_TEMPERATURE_THRESHOLD_SLOWDOWN=1, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN=0,
-                               NVML_VOLATILE_ECC=0, NVML_AGGREGATE_ECC=1, NVML_MEMORY_ERROR_TYPE_UNCORRECTED=1)
+                               NVML_VOLATILE_ECC=0, NVML_AGGREGATE_ECC=1, NVML_MEMORY_ERROR_TYPE_UNCORRECTED=1,
+                               NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS=0,
+                               NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR=1)
     P = types.SimpleNamespace
     table = {
         "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
@@ -42,6 +44,8 @@ def make(missing=(), not_supported=(), broken=()):
         "nvmlDeviceGetMigMode": lambda h: (0, 1), "nvmlDeviceGetEccMode": lambda h: (1, 1),
         "nvmlDeviceGetTotalEccErrors": lambda h, t, c: 4 + c,
         "nvmlDeviceGetRemappedRows": lambda h: (1, 0, 0, 1),
+        "nvmlDeviceGetRetiredPages": lambda h, cause: [0x1000 * (cause + 1)] * cause,
+        "nvmlDeviceGetRetiredPagesPendingStatus": lambda h: 0,
         "nvmlDeviceGetComputeRunningProcesses": lambda h: [P(pid=999999, usedGpuMemory=1 << 30)],
         "nvmlDeviceGetGraphicsRunningProcesses": lambda h: [P(pid=999998, usedGpuMemory=None)],
         "nvmlDeviceGetNumaNodeId": lambda h: h - 1,

@@ -34,7 +34,7 @@ LINES = [
     ("SIG033", W + "NCCL WARN Net : Socket creation failed : Address family not supported by protocol"),   # v2.4-2.8
     ("SIG031", W + "misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.4.0.12<45321> returned "
                    "113(No route to host) errno 115(Operation now in progress)"),                      # v2.20-2.23
-    ("SIG109", W + "misc/socket.cc:815 NCCL WARN ncclSocketInit: connecting to address  with family 47104 is "
+    ("SIG427", W + "misc/socket.cc:815 NCCL WARN ncclSocketInit: connecting to address  with family 47104 is "
                    "neither AF_INET(2) nor AF_INET6(10)"),
     ("SIG079", "[rank0]: Failed to open libnvidia-ml.so.1"),
     ("SIG007", W + "misc/shmutils.cc:73 NCCL WARN Error: failed to create shared memory file /dev/shm/nccl-Qm21aB, "

@@ -147,6 +147,7 @@ from gpudoctor.parsers import (  # noqa: E402
     _text,
     hit_origin,
     launch_ranks,
+    nccl_tests,
     packages,
     regex_literals,
     topo,
@@ -196,6 +197,7 @@ HELPERS = {
     "nvlink_count": (topo.nvlink_count, ()), "strip_ansi": (topo.strip_ansi, ()),
     "origin": (hit_origin.origin, ()), "anchors": (regex_literals.anchors, re.error),
     "rank_announcements": (launch_ranks.parse_rank_announcements, ()),
+    "nccl_tests": (nccl_tests.parse_nccl_tests, ()),
     "unwrap_json_lines": (_text.unwrap_json_lines, ()), "unquote": (_text.unquote, ()),
     "package_list": (packages.looks_like_package_list, ()), "parse_packages": (packages.parse_packages, ParseError),
 }

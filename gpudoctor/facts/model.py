@@ -23,7 +23,7 @@ from gpudoctor.facts.confirm_model import ConfirmationFacts
 from gpudoctor.facts.topo_model import *  # noqa: F403
 from gpudoctor.facts.topo_model import NvLink, NvLinkDetail, NvLinkState, TopologyFacts  # noqa: F401
 
-SCHEMA_VERSION = "2.2"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "2.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 # 2.0: one NvLink model (GpuFacts.nvlinks and TopologyFacts.nvlinks: same fields); NvmlFacts.fabric_states removed
 #      (never read; TopologyFacts.fabric holds the fabric state). 1.x reports load: unknown keys are ignored.
 #      Also: inputs[].status / reason, confirmation status "interrupted" (issue 15); confirmation.selftest,
@@ -31,6 +31,7 @@ SCHEMA_VERSION = "2.2"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 # 2.1: logs.signatures[] ranks, hosts, gpus, first_line, last_line (where a signature fired; issue 14).
 # 2.2: logs.rank_announcements (launcher rank lines: the same global rank started twice; issue 14);
 #      logs.nccl.comms (per communicator, the ranks whose Init START / COMPLETE lines are in the log).
+# 2.3: gpus[].retired_pages_* (dynamic page retirement, pre-Ampere); logs.nccl_tests (pasted nccl-tests runs).
 
 Unlimited = Literal["unlimited"]
 
@@ -142,6 +143,10 @@ class GpuFacts(_Model):
     remapped_rows_uncorrectable: int | None = None
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
+    retired_pages_sbe: int | None = Field(None, description="pages retired for multiple single-bit ECC errors "
+                                                            "(dynamic page retirement, pre-Ampere GPUs)")
+    retired_pages_dbe: int | None = Field(None, description="pages retired for double-bit ECC errors")
+    retired_pages_pending: bool | None = Field(None, description="a page waits for the next driver reload to retire")
     processes: list[GpuProcess] = Field(default_factory=list)
     numa_node: int | None = Field(
         None, description="NVML NUMA node, else sysfs numa_node; None when neither knows (-1)"
@@ -283,6 +288,31 @@ class NcclLogFacts(_Model):
                                           "lines are in the log")
 
 
+class NcclTestsRow(_Model):
+    """One size of an nccl-tests sweep (parsers/nccl_tests.py); the larger of the out-of-place and in-place figures."""
+
+    size_bytes: int
+    count: int
+    dtype: str
+    redop: str
+    algbw_gbs: float | None = Field(None, description="GB/s (1e9 B/s)")
+    busbw_gbs: float | None = Field(None, description="GB/s (1e9 B/s): algbw x the collective's bus factor")
+    wrong: int | None = Field(None, description="#wrong of both runs added; None when not validated (-c 0)")
+
+
+class NcclTestsRun(_Model):
+    """One nccl-tests run pasted into `gpudoctor check`."""
+
+    collective: str | None = Field(None, description="all_reduce, all_gather, ... (from the binary's name)")
+    gpus_per_process: int | None = Field(None, description="-g of the header line")
+    ranks: list[int] = Field(default_factory=list, description="ranks of the '#  Rank N ... device' lines")
+    hosts: list[str] = Field(default_factory=list, description="distinct hosts of those lines")
+    gpus: list[str] = Field(default_factory=list, description="GPU model of each rank line")
+    rows: list[NcclTestsRow] = Field(default_factory=list)
+    avg_busbw_gbs: float | None = Field(None, description="'# Avg bus bandwidth' (averages every size of the sweep)")
+    out_of_bounds: int | None = None
+
+
 class LogFacts(_Model):
     source: str = "log and error text given to `gpudoctor check`"
     lines_scanned: int = 0
@@ -301,6 +331,7 @@ class LogFacts(_Model):
     rank_announcements: list[RankAnnouncement] = Field(
         default_factory=list, description="launcher lines naming a process's global rank and world size (Lightning's "
                                           "GLOBAL_RANK lines, torchrun's rendezvous result), in input order")
+    nccl_tests: list[NcclTestsRun] = Field(default_factory=list, description="nccl-tests runs (all_reduce_perf ...)")
 
 
 class InputFile(_Model):

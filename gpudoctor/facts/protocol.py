@@ -89,6 +89,7 @@ GPU_KEYS = frozenset({
     "pcie_gen_gpu_max", "pcie_gen_max", "pcie_replay_counter", "pcie_width_current", "pcie_width_max",
     "persistence_mode", "power_default_limit_w", "power_draw_w", "power_limit_w", "processes", "pstate",
     "remapped_rows_correctable", "remapped_rows_failure", "remapped_rows_pending", "remapped_rows_uncorrectable",
+    "retired_pages_dbe", "retired_pages_pending", "retired_pages_sbe",
     "temperature_c", "temperature_shutdown_c", "temperature_slowdown_c", "utilization_gpu_pct", "uuid",
 })
 

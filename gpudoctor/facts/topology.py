@@ -108,6 +108,20 @@ def expected_nvlinks(gpu_name: str | None) -> tuple[int, str] | None:
     return None
 
 
+def expected_nvlink_gbs(gpu_name: str | None) -> tuple[float, str] | None:
+    """(NVLink line rate of one GPU, GB/s per direction, and its basis) from the model name alone: the expected
+    link count x the per-link rate of the part's generation (rules/topology.toml [[nvlink.expected]]); None for
+    models without an entry (PCIe parts, bridges)."""
+    if not gpu_name:
+        return None
+    t = _tbl()["nvlink"]
+    for e in t["expected"]:
+        if e["match"] in gpu_name and not (e.get("exclude") and e["exclude"] in gpu_name) and e.get("generation"):
+            per = t["per_link_gbs"][str(e["generation"])]
+            return int(e["links"]) * per, f"{e['links']} NVLink {e['generation']} links x {per:g} GB/s ({e['match']})"
+    return None
+
+
 def allreduce_ms(size_bytes: float, n: int, busbw_gbs: float) -> float:
     """Ring all-reduce time in ms: S x 2(n-1)/n / busbw (nccl-tests doc/PERFORMANCE.md)."""
     if n < 2 or busbw_gbs <= 0:

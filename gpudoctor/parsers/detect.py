@@ -183,7 +183,14 @@ _RULES: list[tuple[str, re.Pattern]] = [
         ),
     ),
     (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
-    (ULIMIT, re.compile(r"\(kbytes, -l\)|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)|^nofiles\s+\S+", re.M)),
+    (
+        ULIMIT,
+        re.compile(
+            r"\((?:kbytes|kB), -l\)|^-l: locked-in-memory size|^locked memory\s*\(kbytes\)|^open files\s+\(-n\)"
+            r"|^nofiles\s+\S+",
+            re.M,
+        ),
+    ),
     (DRIVER_VERSION, re.compile(r"^[ \t]*NVRM version: NVIDIA UNIX\b", re.M)),
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
     (NCCL_TESTS, re.compile(r"^# nThread \d+ nGpus \d+ minBytes \d+ maxBytes \d+|^# Avg bus bandwidth\s+:", re.M)),
@@ -220,7 +227,7 @@ GATES: dict[str, tuple[str, ...]] = {
     LSPCI: ("LnkCap:", "LnkSta:", "ACSCtl:", "ACSCap:", "PCI bridge:", "3D controller:", "VGA compatible controller:",
             "Ethernet controller:", "Infiniband controller:", "Host bridge:", "Bridge:"),
     DF: ("Filesystem",),
-    ULIMIT: ("(kbytes, -l)", "locked memory", "open files", "nofiles"),
+    ULIMIT: ("(kbytes, -l)", "(kB, -l)", "-l: locked-in-memory", "locked memory", "open files", "nofiles"),
     DMESG: ("NVRM:", "Xid"),
     DRIVER_VERSION: ("NVRM version",),
     NCCL: ("NCCL ", " set by environment to"),
@@ -281,7 +288,23 @@ def detect(text: str) -> list[str]:
         kinds.append(ERRORS)
     elif not kinds and len(text) <= SIGNATURE_PROBE_CHARS and _any_signature(text):
         kinds.append(ERRORS)  # a known message without an error word (a kernel IOMMU fault, a torch E-level log)
+    elif not kinds and _LOG_LIKE.search(text[:LOG_LIKE_CHARS]):
+        kinds.append(ERRORS)  # a log with no error in it (a clean run, warnings only) is diagnosed, not refused
     return kinds
+
+
+LOG_LIKE_CHARS = 1 << 16
+#: what makes unrecognised text a log: an error word in any form ("NCCL error in:", "unhandled system error"),
+#: or the line furniture of a log: a timestamp, a level ("| INFO |", "INFO:", "[W", glog "W1203 12:00:00"), a
+#: source location ("socket.cpp:464", "dataloader.py:1133"), a torchrun rank prefix
+_LOG_LIKE = re.compile(
+    r"(?i:\berrors?\b|\bfail(?:ed|ure|s)?\b|\bwarn(?:ing)?\b|exception|traceback|\bkilled\b|\babort|segmentation "
+    r"fault|core dumped|timed? ?out\b)"
+    r"|^\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|\[?[IWEF]\d{4} \d\d:\d\d)"
+    r"|(?:^|\s|\[)(?:INFO|DEBUG|WARNING|ERROR|CRITICAL)(?:\s*\||:|\]|\s)"
+    r"|\b\w+\.(?:py|cpp|cc|cu|c|h|hpp):\d+\b|^\[(?:rank|default)\d+\]:",
+    re.M,
+)
 
 
 def _package_list(text: str) -> bool:

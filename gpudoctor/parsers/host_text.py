@@ -79,8 +79,10 @@ def shm_facts(rows: list[DfRow]) -> MemoryFacts | None:
     return None
 
 
-# ulimit -a: bash 'max locked memory       (kbytes, -l) 8192'; dash/busybox 'locked memory(kbytes) unlimited'
+# ulimit -a: bash 'max locked memory       (kbytes, -l) 8192' (fish: '(kB, -l) 64'); dash/busybox
+# 'locked memory(kbytes) unlimited'; zsh '-l: locked-in-memory size (kbytes)  64'
 _BASH = re.compile(r"^(.*?)\s*\(([^)]*?),?\s*-(\w)\)\s+(\S+)\s*$")
+_ZSH = re.compile(r"^-(\w):\s+(.*?)\s+(\S+)\s*$")
 _DASH = re.compile(r"^([a-z][a-z ()]*?)\s+(\S+)\s*$")
 Limit = int | Literal["unlimited"] | None
 
@@ -111,6 +113,16 @@ def parse_ulimit(text: str) -> MemoryFacts:
                 m.memlock_soft_bytes = _lim(val, True)
                 found = True
             elif flag == "n" or "open files" in name:
+                m.nofile_soft = _lim(val, False)
+                found = True
+            continue
+        z = _ZSH.match(line)
+        if z:
+            flag, name, val = z.group(1), z.group(2).lower(), z.group(3)
+            if flag == "l":
+                m.memlock_soft_bytes = _lim(val, "kbytes" in name)
+                found = True
+            elif flag == "n":
                 m.nofile_soft = _lim(val, False)
                 found = True
             continue

@@ -58,6 +58,7 @@ class Collected:
     commands: list[str] = field(default_factory=list)
     peer: dict[str, bool] = field(default_factory=dict)
     ranks: list = field(default_factory=list)  # RankAnnouncement, in input order
+    nccl_tests: list = field(default_factory=list)  # NcclTestsRun, in input order
     lines: int = 0
     line_base: int = 0  # lines of the current input before the chunk being parsed (parsers/stream.py)
     base: Snapshot | None = None
@@ -387,6 +388,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     logs.commands += col.commands
     logs.peer_access.update(col.peer)
     logs.rank_announcements += col.ranks
+    logs.nccl_tests += col.nccl_tests
     _scrub_logs(logs)
     if col.lines or col.base is None:
         snap.logs = logs

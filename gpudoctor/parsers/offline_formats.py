@@ -126,6 +126,13 @@ def _launch(fp: FileParse, text: str) -> None:
     fp.section("logs")
 
 
+def _nccl_tests(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers.nccl_tests import parse_nccl_tests
+
+    fp.col.nccl_tests += parse_nccl_tests(text)
+    fp.section("logs")
+
+
 def _env(fp: FileParse, text: str) -> None:
     from gpudoctor.parsers import env_dump
 
@@ -202,6 +209,7 @@ HANDLERS: dict[str, Handler] = {
     D.NCCL: _nccl,
     D.PACKAGES: _one_section("torch", "parse_packages", "packages"),
     D.LAUNCH: _launch,
+    D.NCCL_TESTS: _nccl_tests,
     D.ENV: _env,
     D.PATH_VALUE: _path_value,
     D.COMMAND: _commands,

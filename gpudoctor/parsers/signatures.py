@@ -51,6 +51,8 @@ _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:File \"|\^+$|~+$|frame
                     # a logging header whose message is on the next lines ("WARNING:torch.distributed.run:")
                     r"|[A-Z]+:[\w.]+:\s*$"
                     r"|warnings\.warn(?:_explicit)?\("
+                    # c10::Error's "Exception raised from f at file:line (most recent call first):" frame header
+                    r"|Exception raised from \S+ at \S+ \(most recent call first\):"
                     # an environment assignment (an `env` dump's NCCL_DEBUG=WARN): configuration, not an event
                     r"|(?:export\s+|declare -x\s+)?[A-Z_][A-Z0-9_]*=\S*\s*$)|\bNCCL INFO\b")
 
@@ -83,10 +85,56 @@ def _code_line(t: str, ls: int) -> bool:
     return here is not None and len(here.group(1)) > len(frame.group(1))
 
 
+# a log line at INFO/DEBUG level: "2025-05-21 08:00:02 | INFO | ...", "[INFO] ...", "INFO:root:...", glog "I1203 ..."
+_INFO_LINE = re.compile(r"^.{0,80}?(?:\|\s*(?:INFO|DEBUG)\s*\||\[(?:INFO|DEBUG)\]|\b(?:INFO|DEBUG)(?::|\s+-\s)|"
+                        r"\s(?:INFO|DEBUG)\s)|^\s*[ID]\d{4} \d\d:\d\d")
+_RAISED = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b")
+_INFO_LEVEL = re.compile(r"\b(?:INFO|DEBUG|TRACE)\b|^\s*[ID]\d{4} \d\d:")
+
+
+def _quoted_mention(t: str, ls: int, start: int) -> bool:
+    """True when the match at ``start`` opens a double-quoted string on an INFO/DEBUG log line (a configuration echo
+    such as ``INFO | on "CUDA error: out of memory" retry``): the program names the message, it did not happen."""
+    return start > ls and t[start - 1] in "\"\u201c" and _INFO_LEVEL.search(t, ls, start) is not None
+
+
 def _re2_form(rx: str) -> str:
     """A signature regex as re2 reads it like Python's re with MULTILINE: look-arounds dropped (re2 has none: a
     superset, Python's re decides) and ``(?m)`` so that ^ and $ match at line ends, as they do in Python."""
-    return "(?m)" + re.sub(r"\(\?<?[!=][^()]*\)", "", rx)
+    return "(?m)" + _drop_lookarounds(rx)
+
+
+def _drop_lookarounds(rx: str) -> str:
+    """``rx`` without its look-ahead / look-behind groups, nested parentheses and escapes included."""
+    out, i = [], 0
+    while i < len(rx):
+        if rx[i] == "\\":
+            out.append(rx[i:i + 2])
+            i += 2
+            continue
+        if rx.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+            depth, j, in_class = 0, i, False
+            while j < len(rx):
+                c = rx[j]
+                if c == "\\":
+                    j += 2
+                    continue
+                if in_class:
+                    in_class = c != "]"
+                elif c == "[":
+                    in_class = True
+                elif c == "(":
+                    depth += 1
+                elif c == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            i = j + 1
+            continue
+        out.append(rx[i])
+        i += 1
+    return "".join(out)
 
 
 @functools.cache
@@ -339,8 +387,9 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     break
                 if m.start() < prev_end:
                     continue  # already counted from the previous block's overlap
-                if _code_line(t, t.rfind("\n", 0, m.start()) + 1):
-                    continue  # quoted in code or a command, not said by the program
+                ls = t.rfind("\n", 0, m.start()) + 1
+                if _code_line(t, ls) or _quoted_mention(t, ls, m.start()):
+                    continue  # quoted in code, a command or a configuration echo, not said by the program
                 if i in last and t.find("\n", last[i].end(), m.start()) < 0:
                     last[i] = m
                     continue  # a second match on the same line: one occurrence
@@ -418,6 +467,8 @@ def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: 
         line = t[start:end]
         if _NOISE.search(line) or (quiet is not None and quiet.search(line)) or _code_line(t, start):
             continue
+        if _INFO_LINE.match(line) and not _RAISED.search(line):
+            continue  # an INFO/DEBUG line naming an error word ("errors: 0", a setting), not an error
         k = bisect.bisect_right(starts, end) - 1  # the last covered interval that starts before the line ends
         if k >= 0 and ends[k] >= start:
             continue

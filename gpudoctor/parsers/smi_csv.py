@@ -48,6 +48,11 @@ _CSV_FIELDS = {
     "remapped_rows.uncorrectable": ("remapped_rows_uncorrectable", to_int),
     "remapped_rows.pending": ("remapped_rows_pending", to_bool),
     "remapped_rows.failure": ("remapped_rows_failure", to_bool),
+    "retired_pages.single_bit_ecc.count": ("retired_pages_sbe", to_int),
+    "retired_pages.sbe": ("retired_pages_sbe", to_int),
+    "retired_pages.double_bit.count": ("retired_pages_dbe", to_int),
+    "retired_pages.dbe": ("retired_pages_dbe", to_int),
+    "retired_pages.pending": ("retired_pages_pending", to_bool),
 }
 
 

@@ -139,6 +139,10 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
     put("remapped_rows_uncorrectable", to_int(_get(d, "remapped rows/uncorrectable error")))
     put("remapped_rows_pending", to_bool(_get(d, "remapped rows/pending")))
     put("remapped_rows_failure", to_bool(_get(d, "remapped rows/remapping failure occurred")))
+    put("retired_pages_sbe", to_int(_get(d, "retired pages/single bit ecc", "retired pages/single bit ecc/count")))
+    put("retired_pages_dbe", to_int(_get(d, "retired pages/double bit ecc", "retired pages/double bit ecc/count")))
+    put("retired_pages_pending", to_bool(_get(d, "retired pages/pending page blacklist",
+                                              "retired pages/pending page retirement")))
     put("temperature_c", to_int(_get(d, "temperature/gpu current temp")))
     put("temperature_slowdown_c", to_int(_get(d, "temperature/gpu slowdown temp")))
     put("temperature_shutdown_c", to_int(_get(d, "temperature/gpu shutdown temp")))
@@ -250,6 +254,10 @@ XML_MAP = {  # XML element path (below <gpu>) -> the -q text path _fill_gpu read
     "remapped_rows/remapped_row_unc": "remapped rows/uncorrectable error",
     "remapped_rows/remapped_row_pending": "remapped rows/pending",
     "remapped_rows/remapped_row_failure": "remapped rows/remapping failure occurred",
+    "retired_pages/multiple_single_bit_retirement/retired_count": "retired pages/single bit ecc",
+    "retired_pages/double_bit_retirement/retired_count": "retired pages/double bit ecc",
+    "retired_pages/pending_blacklist": "retired pages/pending page blacklist",
+    "retired_pages/pending_retirement": "retired pages/pending page retirement",
     "temperature/gpu_temp": "temperature/gpu current temp",
     "temperature/gpu_temp_slow_threshold": "temperature/gpu slowdown temp",
     "temperature/gpu_temp_max_threshold": "temperature/gpu shutdown temp",

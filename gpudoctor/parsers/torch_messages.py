@@ -4,7 +4,8 @@ Recognized (each key appears only when its message is in the text):
 - ``driver_cuda``: "The NVIDIA driver on your system is too old (found version 11040)" -> "11.4"
   (cudaDriverGetVersion encoding 1000*major + 10*minor; torch/csrc c10/cuda/CUDAFunctions.cpp)
 - ``gpu_name``, ``cc``, ``arch_list``: "<GPU> with CUDA capability sm_61 is not compatible with the current
-  PyTorch installation. The current PyTorch install supports CUDA capabilities sm_50 sm_70 ..."
+  PyTorch installation. The current PyTorch install supports CUDA capabilities sm_50 sm_70 ..."; without it, the
+  name and capability of "Found GPU0 <GPU> which is of cuda capability 6.0" (torch/cuda/__init__.py)
 - ``nvcc_version``, ``torch_cuda``: torch.utils.cpp_extension "The detected CUDA version (10.1) mismatches
   the version that was used to compile PyTorch (11.3)"
 - ``cuda_error``: the first CUDA initialisation error line (error 804 forward compatibility, driver too
@@ -24,6 +25,10 @@ _ARCH = re.compile(
     r"(?P<list>(?:\s+(?:sm|compute)_\d+[af]?)+)",
     re.M,
 )
+# torch 2.8+ _check_capability: "Found GPU%d %s which is of cuda capability %d.%d.\n Minimum and Maximum cuda
+# capability supported by this version of PyTorch is\n (%d.%d) - (%d.%d)" (older: "... minimum cuda capability ... is
+# %d.%d", torch 1.x-2.7 old_gpu_warn)
+_FOUND_GPU = re.compile(r"Found GPU(?P<i>\d+) (?P<gpu>[^\n]+?) which is of cuda capability (?P<cc>\d+\.\d+)")
 _NVCC = re.compile(
     r"The detected CUDA version \(([\d.]+)\) mismatches the version that was used to compile\s+PyTorch \(([\d.]+)\)"
 )
@@ -51,6 +56,9 @@ def parse_messages(text: str) -> dict:
         out["gpu_name"] = m.group("gpu").strip()
         out["cc"] = f"{int(sm[:-1])}.{sm[-1]}"
         out["arch_list"] = m.group("list").split()
+    m = _FOUND_GPU.search(text) if "gpu_name" not in out else None
+    if m:
+        out["gpu_name"], out["cc"] = m.group("gpu").strip(), m.group("cc")
     m = _NVCC.search(text)
     if m:
         out["nvcc_version"], out["torch_cuda"] = m.group(1), m.group(2)

@@ -288,6 +288,12 @@ GPU_FIELDS = (
     _row("remapped_rows", "nvmlDeviceGetRemappedRows",
          (("remapped_rows_correctable", lambda v: int(v[0])), ("remapped_rows_uncorrectable", lambda v: int(v[1])),
           ("remapped_rows_pending", lambda v: bool(v[2])), ("remapped_rows_failure", lambda v: bool(v[3])))),
+    # dynamic page retirement (Kepler..Volta/Turing; Ampere+ answer Not Supported and use row remapping)
+    _one("retired_pages_sbe", "nvmlDeviceGetRetiredPages", len,
+         args=("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS",), optional=True),
+    _one("retired_pages_dbe", "nvmlDeviceGetRetiredPages", len,
+         args=("NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR",), optional=True),
+    _one("retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus", bool, optional=True),
 )
 
 

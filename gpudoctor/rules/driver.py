@@ -14,6 +14,27 @@ NO_GPU_FIX = ("The driver is loaded but lists no GPU: in a container, start it w
               "NVRM / Xid errors for them (dmesg | grep -i nvrm).")
 
 
+#: NVML's error string (nvmlErrorString, as nvidia-smi prints it after "Failed to initialize NVML: ") -> (title,
+#: remedy) where the string names another cause than a missing driver (NVML API reference, nvmlReturn_t)
+BY_NVML_ERROR = {
+    "unknown error": (
+        "NVML failed with 'Unknown Error': the GPUs' device access was lost, or a GPU is in a bad state",
+        "This is not a missing driver. In a container it means the container lost access to the GPU device nodes "
+        "(a `systemctl daemon-reload` on a host whose container runtime uses the systemd cgroup driver, or a GPU "
+        "reset while it ran): restart the container, and prevent it with CDI (nvidia-ctk cdi generate; --device "
+        "nvidia.com/gpu=all) or the cgroupfs driver. On the host: check dmesg for NVRM / Xid errors, then reset the "
+        "GPU (nvidia-smi -r) or reboot."),
+    "insufficient permissions": (
+        "NVML refused: this user may not open the GPU device nodes",
+        "Check `ls -l /dev/nvidia*` (mode 0666, or the user in the group that owns them: NVreg_DeviceFileMode / "
+        "NVreg_DeviceFileGID) and, in a container, that the device nodes were passed with the NVIDIA runtime."),
+    "gpu is lost": (
+        "NVML: a GPU is lost (fell off the bus)",
+        "Drain the node; dmesg shows Xid 79 / 'fallen off the bus' for it; reboot, and if it recurs check the GPU's "
+        "power and seating and open a hardware ticket."),
+}
+
+
 @rule("DRV001")
 def no_driver(ctx):
     """Fires when NVML cannot be loaded or initialised, or sees no GPU."""
@@ -23,9 +44,11 @@ def no_driver(ctx):
     if not nv.available:
         module = nv.kernel_module or ("absent (no NVIDIA kernel module loaded)" if ctx.known("nvml", "kernel_module")
                                       else "not in the inputs")
-        mismatch = "mismatch" in (nv.error or "").lower()
+        err = (nv.error or "").lower()
+        mismatch = "mismatch" in err
+        title, remedy = next((v for k, v in BY_NVML_ERROR.items() if k in err), (None, None))
         yield ctx.finding([f"NVML: {nv.error or 'unavailable'}", f"/proc/driver/nvidia/version: {module}"],
-                          remedy=MISMATCH_FIX if mismatch else None,
+                          remedy=MISMATCH_FIX if mismatch else remedy, title=title,
                           data={"nvml_error": nv.error, "kernel_module": nv.kernel_module})
     elif nv.gpu_count == 0:
         if not ctx.known("nvml", "gpus"):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from gpudoctor.compat import data
 from gpudoctor.facts.clock_reasons import CLOCK_EVENT_REASONS
-from gpudoctor.rules.engine import rule
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 MIB = 1024 * 1024
 
@@ -91,6 +91,51 @@ def remapped_rows(ctx):
                                f"{g.remapped_rows_correctable} correctable rows)"], severity="warning",
                               subject=f"GPU {g.index}", title="Row remapping pending: GPU reset needed",
                               data={"pending": True})
+
+
+def _retired_state(g) -> str | None:
+    """Why GPU ``g``'s retired-page facts are not there: None when they are."""
+    if g.retired_pages_pending is not None or g.retired_pages_dbe is not None:
+        return None
+    if g.remapped_rows_pending is not None or "retired_pages_sbe" in g.unsupported:
+        return "uses row remapping (Ampere or later, GPU005), not page retirement"
+    return "retired pages not in the inputs"
+
+
+@rule("GPU010")
+def retired_pages(ctx):
+    """Dynamic page retirement (pre-Ampere GPUs; NVML / `nvidia-smi -q` "Retired Pages" / --query-gpu
+    retired_pages.*): a retirement pending is a warning (reload the driver), the table full
+    (single + double-bit pages >= [gpu.retired_pages] table_full, 62) with one pending an error, full without one a
+    warning. GPUs that answer row remapping instead are not applicable."""
+    full = data.load("thresholds")["gpu"]["retired_pages"]["table_full"]
+    gpus = ctx.gpus()
+    why = {g.index: _retired_state(g) for g in gpus}
+    known = [g for g in gpus if why[g.index] is None]
+    if not known:
+        if all(w and w.startswith("uses row remapping") for w in why.values()):
+            raise NotApplicable("every GPU uses row remapping (GPU005)")
+        raise NotAssessed("retired-page facts not in the inputs (`nvidia-smi -q -d PAGE_RETIREMENT` gives them)")
+    unknown = [f"GPU {i}" for i, w in why.items() if w == "retired pages not in the inputs"]
+    if unknown:
+        ctx.partial = "unknown on " + ", ".join(unknown)
+    for g in known:
+        total = (g.retired_pages_sbe or 0) + (g.retired_pages_dbe or 0)
+        counts = (f"{g.retired_pages_sbe if g.retired_pages_sbe is not None else '?'} single-bit, "
+                  f"{g.retired_pages_dbe if g.retired_pages_dbe is not None else '?'} double-bit pages retired")
+        data_ = {"sbe": g.retired_pages_sbe, "dbe": g.retired_pages_dbe, "pending": g.retired_pages_pending,
+                 "table_full": full}
+        if total >= full:
+            yield ctx.finding([f"GPU {g.index}: {counts} (table full at {full})" +
+                               ("; a retirement is pending" if g.retired_pages_pending else "")],
+                              subject=f"GPU {g.index}", data=data_,
+                              severity="error" if g.retired_pages_pending else "warning",
+                              title=None if g.retired_pages_pending else "Page-retirement table nearly full")
+        elif g.retired_pages_pending:
+            yield ctx.finding([f"GPU {g.index}: a page retirement is pending ({counts})",
+                               "the bad page stays in use until the driver reloads"],
+                              subject=f"GPU {g.index}", severity="warning", data=data_,
+                              title="Page retirement pending: reload the driver")
 
 
 @rule("GPU006")

@@ -1,5 +1,7 @@
-"""LOG005: the launcher's rank lines show the same global ranks started twice and others never
-(parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's rendezvous results)."""
+"""Rules on what the logs say about the launch and the run: LOG005 (the launcher's rank lines show the same global
+ranks started twice and others never; parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's
+rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
+its GPUs' NVLink rate; parsers/nccl_tests.py)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -53,3 +55,77 @@ def comm_init_missing_ranks(ctx):
              "other nodes' logs"],
             subject=f"commId {c.comm_id}",
             data={"comm_id": c.comm_id, "nranks": c.nranks, "started": c.started, "missing": missing})
+
+
+def _nccl_tests_line_rate(ctx, run) -> tuple[float, str] | None:
+    """(NVLink line rate of the run's GPUs, GB/s per direction, basis): from NVML's active links when the inputs
+    have them for every GPU, else from the model named on the run's rank lines (rules/topology.toml)."""
+    from gpudoctor.facts import topology as T
+    from gpudoctor.rules.confirmation import nvlink_gbs
+
+    nv = ctx.snap.nvml
+    if nv is not None and nv.available and nv.gpus and all(g.nvlinks for g in nv.gpus):
+        worst = min((nvlink_gbs(g) for g in nv.gpus), key=lambda n: n[0])
+        if worst[1]:
+            return worst[0], f"{worst[1]} active NVLinks (NVML) x {worst[0] / worst[1]:g} GB/s"
+    names = set(run.gpus)
+    if len(names) != 1:
+        return None
+    return T.expected_nvlink_gbs(names.pop())
+
+
+@rule("LOG007")
+def nccl_tests_busbw_low(ctx):
+    """A pasted nccl-tests run on one host: its best busbw at messages of 256 MiB and more ([allreduce]
+    judge_min_size_bytes of rules/confirm.toml) against the NVLink line rate of its GPUs (NVML's active links, else
+    the model's link count x the generation's per-link rate) x nvlink_min_fraction (0.6), as CNF003 judges
+    gpudoctor's own all-reduce. Multi-node runs (bound by the NICs) and PCIe-only GPUs are not assessed."""
+    from gpudoctor.compat import data
+    from gpudoctor.facts.units import fmt_size
+
+    logs = ctx.snap.logs
+    runs = logs.nccl_tests if logs is not None else []
+    if not runs:
+        raise NotAssessed("no nccl-tests output in the inputs")
+    cfg = data.load("confirm")["allreduce"]
+    why_not = []
+    for run in runs:
+        if len(run.hosts) > 1:
+            why_not.append(f"{len(run.hosts)} hosts: the NICs, not NVLink, bound the busbw")
+            continue
+        if len(run.ranks) == 1 or (not run.ranks and run.gpus_per_process == 1):
+            why_not.append("one rank: busbw is 0 by definition")
+            continue
+        if not run.gpus:
+            why_not.append("the run's '#  Rank' lines (hosts, GPU models) are not in the input")
+            continue
+        big = [r for r in run.rows if r.size_bytes >= cfg["judge_min_size_bytes"] and r.busbw_gbs and not r.wrong]
+        if not big:
+            why_not.append(f"no size of {fmt_size(cfg['judge_min_size_bytes'])} or more in the sweep")
+            continue
+        rate = _nccl_tests_line_rate(ctx, run)
+        if rate is None:
+            why_not.append(f"no NVLink line rate known for {', '.join(sorted(set(run.gpus)))} (PCIe GPUs: "
+                           "busbw depends on the host's CPU and PCIe switches)")
+            continue
+        line, basis = rate
+        best = max(big, key=lambda r: r.busbw_gbs or 0.0)
+        if (best.busbw_gbs or 0.0) >= cfg["nvlink_min_fraction"] * line:
+            continue
+        ev = [f"{run.collective or 'nccl-tests'}: best busbw {best.busbw_gbs:g} GB/s at {fmt_size(best.size_bytes)} "
+              f"over {len(run.ranks)} GPUs ({sorted(set(run.gpus))[0]}, one host"
+              + (f" {run.hosts[0]}" if run.hosts else "") + ")",
+              f"NVLink line rate {line:g} GB/s per direction ({basis}): expected at least "
+              f"{cfg['nvlink_min_fraction']:.0%} = {cfg['nvlink_min_fraction'] * line:g} GB/s (NCCL's ring reaches "
+              "~80%)"]
+        nccl = logs.nccl if logs is not None else None
+        if nccl and nccl.transports:
+            ev.append("channels in the NCCL log: " + ", ".join(nccl.transports[:6]))
+        if nccl and nccl.env_set:
+            ev.append("NCCL settings in the log: " + ", ".join(f"{k}={v}" for k, v in list(nccl.env_set.items())[:6]))
+        yield ctx.finding(ev, subject=f"{len(run.ranks)} GPUs",
+                          data={"busbw_gbs": best.busbw_gbs, "size_bytes": best.size_bytes, "line_rate_gbs": line,
+                                "fraction": cfg["nvlink_min_fraction"], "basis": basis, "ranks": len(run.ranks)})
+        return
+    if why_not and len(why_not) == len(runs):
+        raise NotAssessed("; ".join(dict.fromkeys(why_not)))

@@ -10,6 +10,7 @@ import string
 from typing import TYPE_CHECKING
 
 from gpudoctor.compat import data
+from gpudoctor.compat.versions import vtuple
 from gpudoctor.facts.findings import SEVERITY_ORDER
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.parsers.hit_origin import describe
@@ -157,6 +158,41 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
     return out
 
 
+_WHEN = re.compile(r"^\s*(major\()?(\w+)\)?\s*(<|>|==|!=)\s*(major\()?(\w+)\)?\s*$")
+
+
+def _when(expr: str, groups: dict[str, str]) -> bool:
+    """A case's ``when``: "cc < min", "major(cc) > major(max)": two named groups compared as versions (6.0 < 7.0);
+    False when either group did not match or is not a version."""
+    m = _WHEN.match(expr)
+    if m is None:
+        raise ValueError(f"bad 'when' in rules/signatures.toml: {expr!r}")
+    vals = []
+    for major, name in ((m.group(1), m.group(2)), (m.group(4), m.group(5))):
+        v = vtuple(groups.get(name) or "")
+        if not v:
+            return False
+        vals.append(v[:1] if major else v)
+    a, b = vals
+    return {"<": a < b, ">": a > b, "==": a == b, "!=": a != b}[m.group(3)]
+
+
+def _case(entry: dict, groups: dict[str, str]) -> dict | None:
+    """The entry's first ``cases`` row that holds for this match: its named ``group``'s value (the errno, signal or
+    device set the message printed) fully matches its ``match`` regex (case-insensitive), and its ``when`` comparison
+    of two groups holds. That row's title / cause / remedy replace the entry's, since the value names the cause
+    (errno 113 is a firewall, not a server that is not listening)."""
+    for c in entry.get("cases", ()):
+        if "group" in c:
+            value = " ".join((groups.get(c["group"]) or "").split())
+            if not value or not re.fullmatch(c["match"], value, re.IGNORECASE):
+                continue
+        if "when" in c and not _when(c["when"], groups):
+            continue
+        return c
+    return None
+
+
 def _suppressed(entry: dict, hit_ids: set[str], hits=()) -> tuple[bool, list[str]]:
     """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``), it is a
     family's generic form (``fallback``) and a specific signature of that family matched, or it carries another
@@ -192,6 +228,9 @@ def _register_signature(entry: dict) -> None:
                     return  # a follow-on: the cause's finding lists it
                 ev = [f"matched ({describe(hit)}):"] + [f"  {line}" for line in hit.lines]
                 concl = _conclusion(entry, hit.groups)
+                case = _case(entry, hit.groups)
+                if case and case.get("cause"):
+                    ev.insert(0, case["cause"])
                 if concl:
                     ev.insert(0, concl)
                 ev[1 if concl else 0:1 if concl else 0] = _context(entry, ctx.snap)
@@ -202,7 +241,8 @@ def _register_signature(entry: dict) -> None:
                 # left CUDA failing with 802 stopped the job); other causes keep theirs (a harmless race at exit)
                 sev = max([entry["severity"]] + [_SEVERITY[f.id] for f in follow if entry.get("escalates")],
                           key=SEVERITY_ORDER.__getitem__)
-                yield ctx.finding(ev, severity=sev, data={"family": entry.get("family", ""), "count": hit.count,
+                yield ctx.finding(ev, severity=sev, title=(case or {}).get("title"), remedy=(case or {}).get("remedy"),
+                                  data={"family": entry.get("family", ""), "count": hit.count,
                                                           "files": hit.files, "groups": hit.groups,
                                                           "ranks": hit.ranks, "hosts": hit.hosts, "gpus": hit.gpus,
                                                           "first_line": hit.first_line, "last_line": hit.last_line,
@@ -265,6 +305,9 @@ def xids(ctx):
             sev, action, blame = "warning", f"look up Xid {code} in NVIDIA's Xid catalogue", "unknown"
         if code == 154:  # the driver names the required action: it sets the severity and the fix
             sev, action = _recovery_action(events[-1].line, sev, action)
+        if blame == "GPU" and sev == "error" and "RMA" not in action:
+            action = HARDWARE_LADDER[2].upper() + HARDWARE_LADDER[3:] if _ONLY_RESET.match(action) else \
+                action + HARDWARE_LADDER
         ev = [f"{len(events)} event(s) on GPU {bus}, blame: {blame}", f"first: {events[0].line}"]
         pids = {m.group(1) for x in events for m in [_PID.search(x.line)] if m}
         if blame == "application" and sev != "info" and len(pids) >= 3 and not any(c == code and b != bus
@@ -282,6 +325,12 @@ def xids(ctx):
                                 "follow_on": follow})
 
 
+#: what follows a GPU-blamed error Xid's own action (NVIDIA Xid catalogue, "Immediate action" / resolution bucket:
+#: RESET_GPU, then CONTACT_SUPPORT when it recurs; DCGM field diagnostics before an RMA)
+HARDWARE_LADDER = ("; drain the node of jobs first, then reset the GPU (`nvidia-smi -r -i <gpu>`) or reboot; if the "
+                   "same Xid comes back on the same GPU, run `dcgmi diag -r 3` (or NVIDIA's field diagnostics) on it "
+                   "and open an RMA / hardware ticket with `nvidia-bug-report.sh` attached")
+_ONLY_RESET = re.compile(r"^(?:\s*(?:reset the GPU|reboot|contact support|drain the node)\s*[;,.]?)+$", re.I)
 _PID = re.compile(r"\bpid=(\d+)")
 _RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \(([^)]+)\)")
 

@@ -67,10 +67,13 @@ def obsolete(ctx):
 
 @rule("NCL003")
 def unknown(ctx):
-    """Flags NCCL_* names not documented by NCCL (nor obsolete, nor PyTorch's old aliases), suggesting the closest."""
+    """Flags NCCL_* names neither documented by NCCL nor read by its sources (rules/nccl_env_names.toml, generated
+    from NVIDIA/nccl's NCCL_PARAM / ncclGetEnv calls of every release since 2.10), nor obsolete, nor PyTorch's old
+    aliases, suggesting the closest."""
     env = ctx.env()
     d = _nccl()
     known = set(d["known"]) | set(d["obsolete"]) | set(d["torch_renamed"]) | set(d.get("image_metadata", []))
+    known |= set(data.load("nccl_env_names")["names"])
     for name in sorted(env):
         if name.startswith("NCCL_") and name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)

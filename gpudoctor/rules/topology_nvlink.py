@@ -4,6 +4,8 @@
 Shared helpers and source links: :mod:`gpudoctor.rules.topology`; tables: rules/topology.toml."""
 from __future__ import annotations
 
+from collections import Counter
+
 from gpudoctor.compat import data
 from gpudoctor.facts import topology as T
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
@@ -78,12 +80,52 @@ def cross_socket(ctx):
     yield ctx.finding(ev, subject="GPU pairs", data={"pairs": [[p.a, p.b] for p in sys_pairs], "total": len(pairs)})
 
 
+def _uneven_nvlinks(m) -> tuple[dict[str, int], int] | None:
+    """From a topo -m matrix: the GPUs whose NVLink total (sum of NV# over their row, links) is below the total
+    most GPUs with NVLink share, and that total; None when fewer than three GPUs have NVLink, a row is missing or
+    no total is held by a strict majority (two bridged pairs with different bridges are not a fault).
+
+    On an NVSwitch baseboard every pair shows the links of the GPUs (NV18 on HGX H100/H200), on a cube mesh
+    (DGX-1) the pairs differ but every GPU's total is its link count, so a lower total means links down."""
+    if m is None or m.truncated or m.missing_rows:
+        return None
+    gpus = m.gpus
+    totals = {g: sum(T.nvlink_count(m.rel(g, h)) for h in gpus if h != g) for g in gpus}
+    with_nv = {g: t for g, t in totals.items() if t > 0}
+    if len(with_nv) < 3:
+        return None
+    common, count = Counter(with_nv.values()).most_common(1)[0]
+    if count * 2 <= len(with_nv):
+        return None
+    low = {g: t for g, t in with_nv.items() if t < common}
+    return (low, common) if low else None
+
+
+def _matrix_evidence(m, low: dict[str, int], common: int) -> list[str]:
+    others = [g for g in m.gpus if g not in low]
+    peer_rels = sorted({m.rel(a, b) or "?" for a in others for b in others if a != b})
+    ev = []
+    for g, t in list(low.items())[:8]:
+        rels = sorted({m.rel(g, h) or "?" for h in m.gpus if h != g})
+        ev.append(f"{g}: {'/'.join(rels)} to its peers, pairs among the other GPUs show {'/'.join(peer_rels)} "
+                  f"(NV# summed over its row: {t}, the other GPUs {common})")
+    return ev
+
+
 @rule("TOP006")
 def nvlink_health(ctx):
     """Counts active NVLinks per GPU (NVML) against the expected count for known SKUs (rules/topology.toml), lists
     inactive links; CRC/replay/recovery counters that rose during the confirmation runs are a warning, counts
-    that are only cumulative since the driver loaded a note."""
+    that are only cumulative since the driver loaded a note. Without NVML's link state, a GPU whose NV# total in
+    `nvidia-smi topo -m` is below the other GPUs' is a GPU with links down."""
     topo = ctx.snap.topology
+    uneven = _uneven_nvlinks(topo.matrix if topo else None)
+    if uneven and not (topo and topo.nvlinks) and (ctx.snap.nvml is None or not ctx.known("nvml.gpus", "nvlinks")):
+        low, common = uneven
+        yield ctx.finding(_matrix_evidence(topo.matrix, low, common), subject=", ".join(low),
+                          title="NVLinks down: fewer than on the other GPUs",
+                          data={"gpus": low, "expected": common, "expected_source": "the other GPUs in topo -m"})
+        return
     gpus = ctx.gpus()
     if len(gpus) < 2:
         raise NotApplicable("1 GPU: NVLink not used")

@@ -1,0 +1,124 @@
+"""A message that prints its errno, signal, device set or versions is diagnosed by that value (rules/signatures.toml
+``[[signature.cases]]``, issue 14 item 2), lines that only quote an error are not errors, and text that is a log
+without an error in it is diagnosed instead of refused."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+
+runner = CliRunner()
+
+
+def _findings(tmp_path: Path, text: str) -> list[dict]:
+    p = tmp_path / "paste.txt"
+    p.write_text(text)
+    res = runner.invoke(app, ["check", str(p), "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    return json.loads(res.stdout)["findings"]
+
+
+def _one(found: list[dict], rule: str) -> dict:
+    return next(f for f in found if f["rule_id"] == rule)
+
+
+# c10d socket.cpp: "The client socket has failed to connect to [{}]:{} (errno: {} - {})."
+@pytest.mark.parametrize("errno, reason, needle", [
+    (111, "Connection refused", "nothing listening"),
+    (113, "No route to host", "firewall"),
+    (101, "Network is unreachable", "firewall"),
+    (110, "Connection timed out", "timed out"),
+])
+def test_the_connect_errno_names_the_cause(tmp_path, errno, reason, needle):
+    f = _one(_findings(tmp_path, f"[W socket.cpp:464] [c10d] The client socket has failed to connect to "
+                                 f"[gpu-node-0]:29500 (errno: {errno} - {reason}).\n"), "SIG039")
+    assert needle in f["title"]
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 1", "SIGHUP"),
+    ("[2025-01-02 10:00:00,000] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGHUP death "
+     "signal, shutting down workers", "SIGHUP"),
+    ("torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 2", "SIGINT"),
+    ("torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15", "termination"),
+])
+def test_the_signal_names_who_stopped_torchrun(tmp_path, line, needle):
+    assert needle in _one(_findings(tmp_path, line + "\n"), "SIG113")["title"]
+
+
+DDP_DEV = ("ValueError: DistributedDataParallel device_ids and output_device arguments only work with "
+           "single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], output_device 0, and "
+           "module parameters {{{params}}}.\n")
+
+
+@pytest.mark.parametrize("params, needle", [
+    ("device(type='cuda', index=0), device(type='cuda', index=1)", "split over several GPUs"),
+    ("device(type='cpu')", "still on the CPU"),
+])
+def test_the_device_set_names_the_ddp_mistake(tmp_path, params, needle):
+    assert needle in _one(_findings(tmp_path, DDP_DEV.format(params=params)), "SIG055")["title"]
+
+
+WARN = ("UserWarning: \n    Found GPU0 {name} which is of cuda capability {cc}.\n    Minimum and Maximum cuda "
+        "capability supported by this version of PyTorch is\n    (7.0) - (12.0)\n")
+
+
+@pytest.mark.parametrize("name, cc, needle, severity", [
+    ("Tesla P100-PCIE-16GB", "6.0", "too old", "warning"),
+    ("NVIDIA GB10", "12.1", "same architecture family", "warning"),
+    ("NVIDIA Future GPU", "13.0", "newer than", "warning"),
+])
+def test_the_capability_range_warning_says_which_way(tmp_path, name, cc, needle, severity):
+    f = _one(_findings(tmp_path, WARN.format(name=name, cc=cc)), "SIG438")
+    assert needle in f["title"] and f["severity"] == severity
+
+
+def test_a_gpu_below_the_range_with_no_kernel_image_is_one_error(tmp_path):
+    found = _findings(tmp_path, WARN.format(name="Tesla P100-PCIE-16GB", cc="6.0")
+                      + "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    ids = [f["rule_id"] for f in found if f["rule_id"].startswith("SIG")]
+    assert "SIG001" not in ids and _one(found, "SIG438")["severity"] == "error"
+
+
+def test_could_not_load_library_is_read_by_what_is_missing(tmp_path):
+    found = _findings(tmp_path, "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open "
+                                "shared object file: No such file or directory\n")
+    assert "/usr/lib/wsl/lib" in _one(found, "SIG431")["remedy"]
+    assert "SIG072" not in [f["rule_id"] for f in found]  # no version mismatch is in the text
+
+
+def test_a_quoted_error_in_an_info_line_is_not_an_error(tmp_path):
+    found = _findings(tmp_path, '2025-05-21 08:00:02 | INFO | error_handling: on "CUDA error: out of memory" retry '
+                                'with batch/2\n2025-05-21 08:13:52 | INFO | OOM retries so far: 0, CUDA errors: 0\n')
+    assert not [f for f in found if f["severity"] in ("error", "warning")]
+    assert "SIG000" not in [f["rule_id"] for f in found]
+
+
+@pytest.mark.parametrize("text", [
+    "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhandled system error\n",
+    "epoch 0 | batch 50/50 | loss 1.6493\n[train] no CUDA errors in 50 batches\n",
+    "[W1203 12:00:00.123] inductor: skipping cudagraphs due to mutated inputs\n",
+])
+def test_log_text_without_a_known_format_is_diagnosed_not_refused(tmp_path, text):
+    p = tmp_path / "paste.txt"
+    p.write_text(text)
+    assert runner.invoke(app, ["check", str(p)]).exit_code in (0, 1)
+
+
+@pytest.mark.parametrize("error, needle", [
+    ("Unknown Error", "device access was lost"),
+    ("Insufficient Permissions", "device nodes"),
+])
+def test_nvml_failures_that_are_not_a_missing_driver(tmp_path, error, needle):
+    f = _one(_findings(tmp_path, f"$ nvidia-smi\nFailed to initialize NVML: {error}\n"), "DRV001")
+    assert needle in f["title"] and "Install the NVIDIA data-center driver" not in f["remedy"]
+
+
+def test_a_gpu_blamed_xid_gives_the_reset_then_rma_ladder(tmp_path):
+    f = _one(_findings(tmp_path, "[12345.678] NVRM: Xid (PCI:0000:3b:00): 62, pid=1234, name=python, 0000\n"),
+             "LOG001")
+    assert f["remedy"].startswith("Drain the node") and "RMA" in f["remedy"]
