@@ -7,7 +7,9 @@ worker killed by SIGKILL, a torchrun worker ended by SIGTERM; and (2026-12-03) a
 memory fraction, a truncated checkpoint, a checkpoint refused by weights_only, a Git LFS pointer given to torch.load,
 torch.save to a full device (/dev/full), FSDP with frozen and trainable parameters in one unit, FSDP on a module left
 on the CPU, and a CUDA tensor from expandable segments sent to another process; and (2026-12-03, second run) torchrun
-starting two ranks on a one-GPU host, and a torchrun worker's out-of-memory from a script without its source (a .pyc).
+starting two ranks on a one-GPU host, and a torchrun worker's out-of-memory from a script without its source (a .pyc);
+and (2026-12-03, third run) a host sync inside CUDA-graph capture, eigh of a NaN matrix, cholesky of a matrix that is
+not positive-definite, DDP of a module with no trainable parameter, of a lazy module, and of a module left on the CPU.
 Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
@@ -137,6 +139,45 @@ if __name__ == "__main__":
     print("child exit", p.exitcode)
 """
 
+# added 2026-12-03 (third run): the new signatures of that day, on the real messages
+GRAPH_CAPTURE_SYNC = """
+import torch
+s = torch.cuda.Stream(); x = torch.ones(8, device="cuda")
+with torch.cuda.stream(s):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = x * 2
+        y.sum().item()
+"""
+EIGH_NAN = """
+import torch
+a = torch.full((64, 64), float("nan"), device="cuda")
+torch.linalg.eigh(a)
+"""
+CHOLESKY_NOT_PD = """
+import torch
+torch.linalg.cholesky(-torch.eye(8, device="cuda"))
+"""
+DDP_NO_GRAD = """
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29518")
+dist.init_process_group("nccl", rank=0, world_size=1); torch.cuda.set_device(0)
+m = torch.nn.Linear(8, 8).cuda().requires_grad_(False)
+torch.nn.parallel.DistributedDataParallel(m, device_ids=[0])
+"""
+DDP_LAZY = """
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29519")
+dist.init_process_group("nccl", rank=0, world_size=1); torch.cuda.set_device(0)
+torch.nn.parallel.DistributedDataParallel(torch.nn.LazyLinear(8).cuda(), device_ids=[0])
+"""
+DDP_CPU_MODULE = """
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29520")
+dist.init_process_group("nccl", rank=0, world_size=1); torch.cuda.set_device(0)
+torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8), device_ids=[0])
+"""
+
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
 FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -154,6 +195,12 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "checkpoint-save-disk-full": (["-c", SAVE_DISK_FULL], {}),
     "fsdp-mixed-requires-grad": (["-c", FSDP_MIXED_GRAD], {}),
     "fsdp-module-on-cpu": (["-c", FSDP_ON_CPU], {}),
+    "cuda-graph-capture-sync": (["-c", GRAPH_CAPTURE_SYNC], {}),
+    "linalg-eigh-nan": (["-c", EIGH_NAN], {}),
+    "linalg-cholesky-not-pd": (["-c", CHOLESKY_NOT_PD], {}),
+    "ddp-module-without-grad": (["-c", DDP_NO_GRAD], {}),
+    "ddp-lazy-module": (["-c", DDP_LAZY], {}),
+    "ddp-module-on-cpu": (["-c", DDP_CPU_MODULE], {}),
 }
 TIMEOUT_S = 120
 

@@ -153,3 +153,26 @@ def test_sigterm_during_scan_writes_the_partial_textfile_with_the_real_bar(tmp_p
     assert 'gpudoctor_probe_error{probe="torch",kind="interrupted"} 1' in text
     assert "gpudoctor_healthy 0" in text
     assert sorted(x.name for x in tmp_path.iterdir()) == ["gpudoctor.prom", "slowpython"]
+
+
+def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(tmp_path):
+    real = tmp_path / "store" / "report.json"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(str(link), "new\n")
+    assert link.is_symlink() and real.read_text() == "new\n"
+
+
+def test_output_to_a_fifo_writes_into_it_instead_of_replacing_it(tmp_path):
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_atomic(str(fifo), "report\n")
+    reader.join(10)
+    assert got == ["report\n"] and stat.S_ISFIFO(fifo.stat().st_mode)

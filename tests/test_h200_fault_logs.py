@@ -1,4 +1,4 @@
-"""`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, runs of 2026-12-02 and
+"""`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, runs of 2026-12-02 and three of
 2026-12-03; records in docs/examples/h200-fault-logs-2026-12-02/ and h200-fault-logs-2026-12-03/): each log, as the
 program printed it, names its cause, with nothing left unexplained."""
 from __future__ import annotations
@@ -32,6 +32,13 @@ EXPECTED = {
     # 2026-12-03, second run (13:16 UTC)
     "torchrun-two-ranks-one-gpu": "SIG065",    # torchrun --nproc_per_node 2 on one GPU, set_device(LOCAL_RANK)
     "torchrun-oom-no-source": "SIG012",        # a .pyc without its source: no source line under the File line
+    # 2026-12-03, third run (15:15 UTC): the signatures read from the sources that day, on the real messages
+    "cuda-graph-capture-sync": "SIG436",       # .item() inside torch.cuda.graph capture (cudaErrorStreamCapture*)
+    "linalg-eigh-nan": "SIG435",               # torch.linalg.eigh of a NaN matrix on the GPU
+    "linalg-cholesky-not-pd": "SIG435",        # torch.linalg.cholesky(-I) on the GPU
+    "ddp-module-without-grad": "SIG432",       # DDP of a module whose parameters are all frozen
+    "ddp-lazy-module": "SIG433",               # DDP of nn.LazyLinear before a forward pass
+    "ddp-module-on-cpu": "SIG055",             # DDP(module on the CPU, device_ids=[0]): the CPU case of SIG055
 }
 
 
@@ -46,3 +53,9 @@ def test_a_real_fault_log_names_its_cause(name):
     findings = {f.rule_id: f for f in evaluate(snap).findings}
     assert EXPECTED[name] in findings, sorted(findings)
     assert "SIG000" not in findings, findings.get("SIG000") and findings["SIG000"].evidence
+
+
+def test_the_ddp_device_set_case_reads_the_real_message():
+    snap, _ = build_snapshot([str(FIX / "ddp-module-on-cpu.log")])
+    f = next(f for f in evaluate(snap).findings if f.rule_id == "SIG055")
+    assert "still on the CPU" in f.title

@@ -98,3 +98,13 @@ def test_package_lists_give_torch_facts(tmp_path):
         assert (t["version"], t["cuda"]) == (version, cuda), name
         assert ("cuda" in doc["snapshot"]["known_fields"]["torch"]) == (cuda is not None), name
         assert ("CMP001" in {f["rule_id"] for f in doc["findings"]}) == mismatch, name
+
+
+def test_a_coloured_terminal_capture_of_a_report_is_recognised_as_gpudoctor_output(tmp_path):
+    """`script -qc "gpudoctor scan"` keeps colours and the spinner's overwritten frames: still gpudoctor's own text,
+    never searched for signatures (it quotes them)."""
+    from gpudoctor.cli.app import app as _app
+
+    src = Path(__file__).parent / "fixtures" / "own-scan-terminal-capture.txt"
+    res = CliRunner().invoke(_app, ["check", str(src)])
+    assert res.exit_code == 2 and "a gpudoctor text report" in (res.output or "")

@@ -119,3 +119,22 @@ def test_pre_ampere_page_retirement(tmp_path, sbe0, dbe0, pending0, status, seve
 def test_page_retirement_is_not_applicable_on_row_remapping_gpus(fix, tmp_path):
     doc = _check(tmp_path, "q.txt", (fix / "h200-text/nvidia-smi-q.txt").read_text())
     assert _outcome(doc, "GPU010")["status"] == "not_applicable"
+
+
+def test_a_windows_nvidia_smi_table_lists_its_gpus(fix, tmp_path):
+    """Windows prints Driver-Model (WDDM/TCC) where Linux prints Persistence-M: the GPUs are read, desktop C+G
+    processes are graphics clients, and nothing says no GPU is visible."""
+    doc = _check(tmp_path, "smi.txt", (fix / "windows-nvidia-smi-wddm.txt").read_text())
+    gpus = doc["snapshot"]["nvml"]["gpus"]
+    assert [g["name"] for g in gpus] == ["NVIDIA GeForce RTX 4090"] * 2
+    assert all(g.get("persistence_mode") is None for g in gpus)
+    assert {p["kind"] for p in gpus[0]["processes"]} == {"graphics"}
+    assert _outcome(doc, "DRV001")["status"] == "pass"
+
+
+@pytest.mark.parametrize("name", ["h200-text/nvidia-smi-q-page-retirement.txt",
+                                  "h200-text/nvidia-smi-retired-pages.csv"])
+def test_page_retirement_na_on_an_h200_capture_is_not_applicable(fix, tmp_path, name):
+    """Captured on the H200 (2026-12-03 15:15 UTC): -q -d PAGE_RETIREMENT and --query-gpu=retired_pages.* print N/A."""
+    doc = _check(tmp_path, Path(name).name, (fix / name).read_text())
+    assert _outcome(doc, "GPU010")["status"] == "not_applicable"

@@ -122,3 +122,9 @@ def test_a_gpu_blamed_xid_gives_the_reset_then_rma_ladder(tmp_path):
     f = _one(_findings(tmp_path, "[12345.678] NVRM: Xid (PCI:0000:3b:00): 62, pid=1234, name=python, 0000\n"),
              "LOG001")
     assert f["remedy"].startswith("Drain the node") and "RMA" in f["remedy"]
+
+
+def test_an_ipv6_loopback_retry_warning_is_not_an_error(tmp_path):
+    f = _one(_findings(tmp_path, "[W socket.cpp:663] [c10d] The client socket has failed to connect to "
+                                 "[localhost]:29500 (errno: 99 - Cannot assign requested address).\n"), "SIG039")
+    assert f["severity"] == "info" and "IPv6" in f["title"]

@@ -163,3 +163,33 @@ def test_a_cuda_build_that_sees_cuda_is_not_flagged_without_gpu_facts(tmp_path):
     _, doc = _check(tmp_path, "ce.txt", ce)
     assert not [f for f in doc["findings"] if f["rule_id"] == "TRC005"]
     assert _status(doc, "TRC005") == "not_assessed"
+
+
+def test_a_cut_archive_of_nvidia_smi_q_is_not_a_missing_driver(tmp_path):
+    """The GPU block the cut ran into is dropped whole (its counters would be under-counted), the header still says
+    the driver runs: DRV001 passes, the GPUs are unknown, nothing says 'install the driver'."""
+    import lzma
+
+    text = (Path(__file__).parent / "fixtures" / "h200-text" / "nvidia-smi-q.txt").read_text()
+    blob = lzma.compress(text.encode())
+    code, doc = _check(tmp_path, "q.txt.xz", blob[: len(blob) * 2 // 3])
+    assert code == 2 and _status(doc, "DRV001") == "pass"
+    assert _status(doc, "GPU004") == "not_assessed"
+
+
+def test_an_old_torch_on_a_newer_gpu_fails_without_an_arch_list(tmp_path):
+    """collect_env prints no arch list and torch 1.13 is not in the wheel table, but CUDA 11.7 cannot target sm_90
+    at all: TRC004 fails the H100s (as cuda-version-check does), one finding for the eight."""
+    text = (Path(__file__).parent / "fixtures" / "collect-env-1.13-cu117-h100.txt").read_text()
+    code, doc = _check(tmp_path, "ce.txt", text)
+    found = [f for f in doc["findings"] if f["rule_id"] == "TRC004"]
+    assert code == 1 and len(found) == 1 and "cu118" in found[0]["remedy"]
+
+
+def test_a_cpu_wheel_is_fixed_by_swapping_the_variant_not_the_release(tmp_path):
+    """torch 2.2.0+cpu with torchvision 0.17.0 on an R535 host: the fix keeps both versions and picks the CUDA
+    variant the driver runs natively, instead of a jump of twelve releases."""
+    text = (Path(__file__).parent / "fixtures" / "collect-env-2.2-cpu-wheel-a6000.txt").read_text()
+    _, doc = _check(tmp_path, "ce.txt", text)
+    f = next(f for f in doc["findings"] if f["rule_id"] == "TRC002")
+    assert f["remedy"].startswith("pip install torch==2.2.0 torchvision==0.17.0 --index-url") and "cu12" in f["remedy"]

@@ -355,12 +355,13 @@ def torch_url(key: str) -> str:
 
 
 def suggest_variant(driver: str | None = None, driver_cuda: str | None = None,
-                    ccs: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
+                    ccs: tuple[str, ...] = (), keep: str | None = None) -> tuple[str, str, str] | None:
     """(release, variant, mode) of the newest table torch wheel that runs on this driver, where mode is
     "native" or "mvc" (minor-version compatibility); within a release a native variant is preferred.
     Experimental variants are skipped, and so are those whose wheel arch list (``wheel_arch``) does not cover one of
     the GPUs' compute capabilities ``ccs`` ("8.0": a cu102 wheel has no sm_80 for an A100). None when no wheel fits or
-    the driver is unknown."""
+    the driver is unknown. ``keep``: the installed torch version ("2.2.0+cpu"): its release is tried first, so the fix
+    swaps the build variant and leaves the user's pins (torchvision, checkpoints) alone."""
     from gpudoctor.compat.check import CAVEAT, FAIL, PASS, arch_vs_cc, runtime_vs_driver
 
     def runs_on_gpus(release: str, variant: str) -> bool:
@@ -371,6 +372,9 @@ def suggest_variant(driver: str | None = None, driver_cuda: str | None = None,
     if not driver and not driver_cuda:
         return None
     rels = sorted(_releases().values(), key=lambda r: minor_req(r.release), reverse=True)
+    if keep:
+        mine = [r for r in rels if minor_req(r.release) == minor_req(keep.split("+", 1)[0])]
+        rels = mine + [r for r in rels if r not in mine]
     for rel in rels:
         native: list[str] = []
         viaminor: list[str] = []

@@ -117,7 +117,8 @@ JSON_LINES = "JSON-lines log"
 _CSV_FIELDS = r"[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?(?:, ?[a-z][a-z0-9_.]*(?: \[[^\]\n]+\])?)+[ \t]*\r?$"
 CSV_HEADER = re.compile(
     r"^(?=[^\n]*\b(?:pci\.bus_id|uuid|temperature\.gpu|clocks_(?:event|throttle)_reasons\.|power\.draw"
-    r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.))" + _CSV_FIELDS,
+    r"|pcie\.link\.|memory\.total|driver_version|utilization\.gpu|ecc\.errors\.|retired_pages\.|remapped_rows\."
+    r"|mig\.mode\.))" + _CSV_FIELDS,
     re.M,
 )
 
@@ -216,7 +217,8 @@ GATES: dict[str, tuple[str, ...]] = {
     TOPO: ("GPU0",),
     NVLINK: ("Link ",),
     SMI_CSV: ("pci.bus_id", "uuid", "temperature.gpu", "clocks_event_reasons.", "clocks_throttle_reasons.",
-              "power.draw", "pcie.link.", "memory.total", "driver_version", "utilization.gpu", "ecc.errors."),
+              "power.draw", "pcie.link.", "memory.total", "driver_version", "utilization.gpu", "ecc.errors.",
+              "retired_pages.", "remapped_rows.", "mig.mode."),
     APPS_CSV: ("pid",),
     MEMINFO: ("MemTotal:",),
     SMI_L: ("GPU ",),

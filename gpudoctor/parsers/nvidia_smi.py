@@ -37,7 +37,9 @@ from gpudoctor.parsers.smi_query import MAX_XML_CHARS, XML_MAP, parse_query, par
 
 # --------------------------------------------------------------------------------------------- table
 _HDR = re.compile(r"NVIDIA-SMI\s+([\d.]+)?.*?Driver Version:\s*([\d.]+)(?:.*?CUDA Version:\s*([\d.]+|N/A))?")
-_ROW1 = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])"
+# the column after the name: Persistence-M (On/Off) on Linux, Driver-Model (WDDM/TCC/MCDM) on Windows
+_ROW1 = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|N/A|WDDM|TCC|MCDM)\s*\|"
+                   r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])"
                    r"\s+(\S+)\s*\|\s*(\S+)?\s*\|")
 _ROW2 = re.compile(r"^\|\s*(\S+)\s+(\S+?)C?\s+(P\d+|N/A)\s+(?:\S+\s+)?(\S+?)W?\s*/\s*(\S+?)W?\s*\|"
                    r"\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\S+?)%?\s+(\S+(?:\s\S+)?)\s*\|")
@@ -91,14 +93,15 @@ def parse_table(text: str) -> NvmlFacts:
                     mem = pm.group(7)
                     g.processes.append(GpuProcess(pid=int(pm.group(4)), name=pm.group(6).strip() or None,
                                                   used_memory_bytes=None if mem == "N/A" else int(mem) * MIB,
-                                                  kind="graphics" if pm.group(5) == "G" else "compute"))
+                                                  kind="graphics" if "G" in pm.group(5) else "compute"))
             continue
         r1 = _ROW1.match(line)
         if not r1:
             continue
         g = GpuFacts(index=int(r1.group(1)))
         g.name = r1.group(2).strip()
-        g.persistence_mode = to_bool(r1.group(3))
+        if r1.group(3) in ("On", "Off"):  # Windows' Driver-Model column says nothing about persistence
+            g.persistence_mode = to_bool(r1.group(3))
         g.pci_bus_id = r1.group(4)
         ecc = r1.group(6)
         if ecc is not None and not na(ecc) and re.match(r"^\d+$", ecc):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
@@ -19,7 +20,7 @@ from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
 from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
-from gpudoctor.parsers._text import clip, unquote, unwrap_json_lines
+from gpudoctor.parsers._text import clean, clip, unquote, unwrap_json_lines
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
     _attach,
     _attach_processes,
@@ -177,6 +178,10 @@ SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REP
 )
 
 
+#: a line a terminal overwrote: a progress spinner's frames, each ended by a carriage return and an erase-line code
+_ERASED = re.compile(r"[^\n]*\r(?=\x1b\[[02]?K)")
+
+
 def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = None,
                 in_bundle: bool = False) -> str | None:
     """Parse one file into ``col``; returns an error message for a bad input (None when fine).
@@ -188,6 +193,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
     if kinds is None:
+        if "\x1b" in text:  # a coloured capture (FORCE_COLOR, `script`): formats are recognised on the plain text
+            text = clean(_ERASED.sub("", text))
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
         text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
         kinds = D.detect(text)

@@ -527,10 +527,14 @@ def _errorish_line_starts(t: str, blocks: list[tuple[int, int]] | None = None) -
             continue
         raw = block.encode("utf-8", "surrogatepass") if rx2 is not None else b""
         if rx2 is not None and len(raw) == len(block):
+            done = -1  # end of the last line handled: the other matches on it add nothing (a 5 MB line of errors)
             for m2 in rx2.finditer(raw):
+                if m2.start() < done:
+                    continue
                 ls = raw.rfind(b"\n", 0, m2.start()) + 1
                 le = raw.find(b"\n", m2.end())
                 le = len(raw) if le < 0 else le
+                done = le
                 if ERRORISH.search(block, ls, le):
                     yield b0 + ls
             continue
@@ -541,8 +545,13 @@ def _errorish_line_starts(t: str, blocks: list[tuple[int, int]] | None = None) -
                 if ERRORISH.search(block, ls, len(block) if le < 0 else le):
                     yield b0 + ls
             continue
-        for m in ERRORISH.finditer(t, b0, b1):
+        pos = b0
+        while (m := ERRORISH.search(t, pos, b1)) is not None:
             yield t.rfind("\n", 0, m.start()) + 1
+            le = t.find("\n", m.end(), b1)
+            if le < 0:
+                break
+            pos = le + 1
 
 
 def literal_lines(t: str, low: str, literals: Iterable[str]) -> list[int]:

@@ -129,6 +129,8 @@ def parse_query_csv(text: str) -> NvmlFacts:
                 value = conv(v)
                 if value is not None:
                     setattr(g, field, value)
+                elif field == "retired_pages_sbe" and na(v) and field not in g.unsupported:
+                    g.unsupported.append(field)  # [N/A]: no dynamic page retirement on this GPU (Ampere+)
             elif k == "clocks_event_reasons.active":
                 m = to_int(v)
                 if m is not None:

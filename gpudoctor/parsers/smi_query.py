@@ -139,6 +139,9 @@ def _fill_gpu(g: GpuFacts, d: dict[str, str]) -> None:
     put("remapped_rows_uncorrectable", to_int(_get(d, "remapped rows/uncorrectable error")))
     put("remapped_rows_pending", to_bool(_get(d, "remapped rows/pending")))
     put("remapped_rows_failure", to_bool(_get(d, "remapped rows/remapping failure occurred")))
+    sbe = _get(d, "retired pages/single bit ecc")
+    if sbe is not None and na(sbe):  # N/A: this GPU has no dynamic page retirement (Ampere+: row remapping)
+        g.unsupported.append("retired_pages_sbe")
     put("retired_pages_sbe", to_int(_get(d, "retired pages/single bit ecc", "retired pages/single bit ecc/count")))
     put("retired_pages_dbe", to_int(_get(d, "retired pages/double bit ecc", "retired pages/double bit ecc/count")))
     put("retired_pages_pending", to_bool(_get(d, "retired pages/pending page blacklist",
@@ -204,6 +207,8 @@ def parse_query(text: str) -> NvmlFacts:
     nv = _finish_gpus(nv, gpus)
     if attached and attached > len(gpus):  # a paste cut before the last GPU blocks: the others are unseen
         nv.gpu_count = attached
+    if nv.driver_version and attached:
+        nv.available = True  # nvidia-smi printed the driver's version and its GPU count: NVML initialised
     return nv
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import IO, Any, cast
@@ -110,6 +111,17 @@ ParseFile = Callable[..., "str | None"]
 HEAD_BLOCK = 1 << 16  #: bytes per read of an input's head: a truncated archive keeps every block before the cut
 
 
+_TOP_LEVEL = re.compile(rb"\n(?=\S)")
+
+
+def _whole_sections(head: bytes) -> bytes:
+    """The part of a cut text that ends with a whole top-level section: up to the start of its last unindented line
+    (a `nvidia-smi -q` GPU block cut in its ECC counters is dropped whole, so its GPU is unknown, not a GPU with
+    fewer errors; in a log, where every line is top-level, only the cut last line goes)."""
+    starts = [m.start() for m in _TOP_LEVEL.finditer(head)]
+    return head[:starts[-1] + 1] if starts else b""
+
+
 def _read_head(fh: Any, n: int) -> tuple[bytes, Exception | None]:
     """Up to ``n`` bytes of ``fh`` and None, or the bytes read before a truncated or corrupt archive stopped the
     decompressor and that error (one large read would lose everything it had decompressed)."""
@@ -147,8 +159,7 @@ def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = N
     try:
         head, cut = _read_head(fh, WHOLE_BYTES + 1)
         if cut is not None:  # a small archive cut short: diagnose what decompressed, and say it was cut
-            # its last paragraph may stop mid-section (an ECC block without its last counters): only whole ones count
-            head = head[:head.rfind(b"\n\n") + 1] if b"\n\n" in head else head[:head.rfind(b"\n") + 1]
+            head = _whole_sections(head)
             err = parse_file(name, _decode(head, path, True), col) if head.strip() else None
             return err or f"{name}: could not read to the end ({type(cut).__name__}: {cut}); " + (
                 "the part read was diagnosed" if head.strip() else "nothing could be read")

@@ -82,8 +82,18 @@ def render(report: Any, fmt: str, fail_on: str = "error", verbose: bool = False,
 
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
-    Raises OSError (unwritable directory, disk full); no temporary file is left behind."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
+
+    A symlink is followed (the file it points to is replaced, the link stays); a path that exists and is not a
+    regular file (a FIFO, /dev/stdout, a terminal, /dev/full) is written directly, never replaced. Raises OSError
+    (unwritable directory, disk full, a device that refuses the write); no temporary file is left behind."""
+    path = os.path.realpath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{path} is a directory")
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        return
+    directory = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".gpudoctor-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -47,7 +47,9 @@ def header_lines(report: Report) -> list[str]:
                                           f"cc {g.compute_capability}" if g.compute_capability else None) if x)
             models[f"{g.name or '?'}" + (f" ({extra})" if extra else "")] += 1
         listed = "gpus" in s.known_fields.get("nvml", ["gpus"])
-        gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or ("none" if listed else "? (not in the inputs)")
+        gpus = ", ".join(f"{n} × {k}" for k, n in models.items()) or (
+            f"? ({nv.gpu_count} attached, none of them in the inputs)" if nv.gpu_count
+            else "none" if listed else "? (not in the inputs)")
         if nv.gpus and nv.gpu_count and nv.gpu_count > len(nv.gpus):
             gpus += f" (only {len(nv.gpus)} of {nv.gpu_count} GPUs in the inputs)"
         lines.append(f"[bold]GPUs[/] {escape(gpus)} · driver {nv.driver_version or '?'} · "

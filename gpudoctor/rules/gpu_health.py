@@ -11,6 +11,11 @@ FAULT_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity ==
 WARN_REASONS = {r.nvml: r.meaning for r in CLOCK_EVENT_REASONS if r.severity == "warning"}
 
 
+def _mode(v: bool | None) -> str:
+    """Enabled / Disabled / unknown (a fact the input does not have is not 'Disabled')."""
+    return "unknown" if v is None else "Enabled" if v else "Disabled"
+
+
 @rule("GPU001")
 def temperature(ctx):
     """Compares each GPU's temperature with its NVML slowdown threshold (minus a margin)."""
@@ -157,7 +162,7 @@ def mig(ctx):
     for g in ctx.gpus_known("mig_mode_current"):
         if g.mig_mode_current:
             yield ctx.finding(
-                [f"GPU {g.index}: MIG mode current=Enabled, pending={'Enabled' if g.mig_mode_pending else 'Disabled'}"],
+                [f"GPU {g.index}: MIG mode current=Enabled, pending={_mode(g.mig_mode_pending)}"],
                 subject=f"GPU {g.index}",
                 remedy=f"sudo nvidia-smi -i {g.index} -mig 0 && sudo nvidia-smi -i {g.index} -r",
             )

@@ -239,8 +239,8 @@ def _register_signature(entry: dict) -> None:
                     ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
                 # `escalates`: a cause whose follow-on is an error is an error itself (a Fabric Manager warning that
                 # left CUDA failing with 802 stopped the job); other causes keep theirs (a harmless race at exit)
-                sev = max([entry["severity"]] + [_SEVERITY[f.id] for f in follow if entry.get("escalates")],
-                          key=SEVERITY_ORDER.__getitem__)
+                sev = max([(case or {}).get("severity", entry["severity"])]
+                          + [_SEVERITY[f.id] for f in follow if entry.get("escalates")], key=SEVERITY_ORDER.__getitem__)
                 yield ctx.finding(ev, severity=sev, title=(case or {}).get("title"), remedy=(case or {}).get("remedy"),
                                   data={"family": entry.get("family", ""), "count": hit.count,
                                                           "files": hit.files, "groups": hit.groups,

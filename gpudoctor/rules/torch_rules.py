@@ -16,9 +16,10 @@ def _torch(ctx, *fields):
     return t
 
 
-def _index_hint(ctx) -> str:
-    """A pip command for the newest torch wheel the driver runs (tables: rules/compat_torch.toml)."""
-    from gpudoctor.compat.tables import gpu_cc, suggest_variant
+def _index_hint(ctx, keep: bool = False) -> str:
+    """A pip command for the newest torch wheel the driver runs (tables: rules/compat_torch.toml); ``keep``: the
+    installed torch release first (and its torchvision pin), only the build variant changes."""
+    from gpudoctor.compat.tables import gpu_cc, minor_req, suggest_variant
 
     nv = ctx.snap.nvml
     ccs: list[str] = []
@@ -26,7 +27,10 @@ def _index_hint(ctx) -> str:
         cc = gpu_cc(g.compute_capability, g.name)
         if cc and cc not in ccs:
             ccs.append(cc)
-    got = suggest_variant(nv.driver_version, nv.cuda_driver_version, tuple(ccs)) if nv and nv.available else None
+    t = ctx.snap.torch
+    mine = t.version if keep and t is not None and t.version else None
+    got = suggest_variant(nv.driver_version, nv.cuda_driver_version, tuple(ccs), keep=mine) if nv and nv.available \
+        else None
     if not got:
         if nv is not None and nv.driver_version and ccs:
             return (f"no torch wheel in gpudoctor's table both runs on driver {nv.driver_version} and has kernels "
@@ -34,7 +38,19 @@ def _index_hint(ctx) -> str:
         return f"pip install torch (see {INSTALL_URL})"
     release, variant, mode = got
     how = " (runs under CUDA minor-version compatibility)" if mode == "mvc" else ""
+    base = mine.split("+", 1)[0] if mine else None
+    if base and minor_req(base) == minor_req(release):
+        tv = t.torchvision_version.split("+", 1)[0] if t is not None and t.torchvision_version else None
+        pins = f"torch=={base}" + (f" torchvision=={tv}" if tv else "")
+        return f"pip install {pins} --index-url https://download.pytorch.org/whl/{variant}{how}"
     return (f"pip install 'torch=={release}.*' --index-url https://download.pytorch.org/whl/{variant}{how}")
+
+
+def _into(t) -> str:
+    """"(into /path/python)", or the source's own wording when the interpreter is a description ("(the interpreter
+    collect_env ran in)")."""
+    where = t.interpreter or "?"
+    return f"(into {where.strip('()')})"
 
 
 @rule("TRC001")
@@ -43,7 +59,7 @@ def torch_missing(ctx):
     t = _torch(ctx, "installed")
     if not t.installed:
         yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
-                          remedy=f"{_index_hint(ctx)}  (into {t.interpreter}), or pass --python PATH")
+                          remedy=f"{_index_hint(ctx)}  {_into(t)}, or pass --python PATH")
     elif t.error:
         yield ctx.finding(
             [f"{t.interpreter}: import torch failed: {t.error}"],
@@ -66,7 +82,7 @@ def cpu_only_build(ctx):
                            f"NVIDIA driver {nv.driver_version or '?'}"
                            + (f", {len(nv.gpus)} NVIDIA GPU(s)" if nv.gpus else "")],
                           title="ROCm (HIP) build of torch on an NVIDIA host",
-                          remedy=f"{_index_hint(ctx)}  (into {t.interpreter})",
+                          remedy=f"{_index_hint(ctx)}  {_into(t)}",
                           data={"torch": t.version, "hip": t.hip, "driver": nv.driver_version})
         return
     if nv is None:
@@ -76,7 +92,7 @@ def cpu_only_build(ctx):
     n = len(ctx.gpus())  # an unknown GPU list ("Could not collect") is not assessed, not "no GPU"
     if t.cuda is None and t.hip is None:
         yield ctx.finding([f"torch {t.version}: torch.version.cuda = None", f"NVML: {n} NVIDIA GPU(s)"],
-                          remedy=f"{_index_hint(ctx)}  (into {t.interpreter})",
+                          remedy=f"{_index_hint(ctx, keep=True)} {_into(t)}",
                           data={"torch": t.version, "gpu_count": n})
 
 
@@ -140,7 +156,9 @@ def _under_mvc(ctx, t) -> bool:
 @rule("TRC004")
 def arch_list(ctx):
     """Checks every GPU's compute capability against torch.cuda.get_arch_list(); when torch could not
-    report it (CUDA not initialised) it uses the official wheel's arch list from rules/compat_torch.toml."""
+    report it (CUDA not initialised, or a pasted collect_env, which has none) it uses the official wheel's arch list
+    from rules/compat_torch.toml; for a build outside that table it can still fail a GPU newer than torch's CUDA
+    toolkit (CUDA 11.7 cannot target sm_90: rules/compat_gpus.toml), never pass one."""
     from gpudoctor.compat.check import CAVEAT, FAIL, arch_vs_cc
     from gpudoctor.compat.tables import cuda_variant, wheel_arch
 
@@ -152,9 +170,8 @@ def arch_list(ctx):
         local = t.version.split("+", 1)[1] if t.version and "+" in t.version else cuda_variant(t.cuda)
         row = wheel_arch(t.version, local)
         if row is None:
-            raise NotAssessed(
-                "torch reported an empty arch list (CUDA not initialised) and the build is not in the wheel table"
-            )
+            yield from _toolkit_too_old(ctx, t)
+            return
         arch, source, status = (
             list(row.arch_list),
             f"official {row.release} {row.variant} wheel, from gpudoctor's table",
@@ -186,6 +203,44 @@ def arch_list(ctx):
             yield ctx.finding(ev, subject=f"GPU {g.index}", data=v.data)
     if unknown:
         ctx.partial = "compute capability unknown for " + ", ".join(unknown)
+
+
+def _toolkit_too_old(ctx, t):
+    """TRC004 without an arch list: the GPUs torch's CUDA toolkit cannot target at all (a FAIL of arch_vs_cc on an
+    empty list); NotAssessed when none is, since the toolkit targeting a GPU does not say the wheel has its kernels."""
+    from gpudoctor.compat.check import FAIL, arch_vs_cc
+    from gpudoctor.compat.tables import gpu_cc
+
+    why = ("the arch list is not in the inputs (torch.cuda.get_arch_list(); a collect_env does not print it) and "
+           f"torch {t.version} is not in gpudoctor's wheel table")
+    from gpudoctor.compat import tables as T
+
+    groups: dict[tuple[str, str], list[int]] = {}
+    for g in ctx.gpus():
+        known = g.compute_capability if ctx.known("nvml.gpus", "compute_capability") else None
+        cap = gpu_cc(known, g.name)
+        if cap is not None:
+            groups.setdefault((g.name or "?", cap), []).append(g.index)
+    failed = False
+    for (name, cap), idx in groups.items():
+        v = arch_vs_cc([], cap, t.cuda)
+        if v.status != FAIL:
+            continue
+        failed = True
+        row = T.cc_row(cap)
+        first = row.first if row is not None else None
+        fix = (f"Install a torch wheel built with CUDA {first} or later for this GPU (e.g. `pip install torch "
+               f"--index-url https://download.pytorch.org/whl/cu{first.replace('.', '')}`, checking that the driver "
+               "supports that CUDA), or run on a GPU this build supports." if first and v.reason.find("predates") >= 0
+               else None)
+        gpus = ", ".join(map(str, idx))
+        yield ctx.finding([f"GPU {gpus} {name}: compute capability {cap}",
+                           f"torch {t.version} is built with CUDA {t.cuda}: {v.reason}",
+                           "no build made with that toolkit can have kernels for this GPU"],
+                          subject=f"GPU {gpus}", remedy=fix, data={**v.data, "gpus": idx},
+                          title="torch is built with a CUDA older than the GPU architecture (no kernels possible)")
+    if not failed:
+        raise NotAssessed(why)
 
 
 @rule("TRC005")
