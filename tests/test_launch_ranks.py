@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
 from gpudoctor.parsers.launch_ranks import parse_rank_announcements
+from gpudoctor.parsers.offline import build_snapshot
+from gpudoctor.rules import evaluate
 
 runner = CliRunner()
 
@@ -99,3 +101,21 @@ def test_without_init_lines_the_init_check_is_not_assessed(tmp_path):
                  "nodeA:1101:1190 [0] NCCL INFO comm 0x55c1 rank 0 nranks 16 cudaDev 0 busId 18000 - Init COMPLETE\n")
     doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
     assert next(o["status"] for o in doc["outcomes"] if o["rule_id"] == "LOG006") == "not_assessed"
+
+
+def _nccl_net_log(nets: dict[str, str]) -> str:
+    return "".join(f"{host}:{1000 + i}:{2000 + i} [0] NCCL INFO Using network {net}\n"
+                   for i, (host, net) in enumerate(nets.items()))
+
+
+@pytest.mark.parametrize("nets, status", [
+    ({"node-a": "IB", "node-b": "IB", "node-c": "Socket"}, "fail"),
+    ({"node-a": "IB", "node-b": "IB"}, "pass"),
+    ({"node-a": "Socket"}, "not_assessed"),
+])
+def test_nodes_that_chose_different_nccl_networks(tmp_path, nets, status):
+    p = tmp_path / "nccl.log"
+    p.write_text(_nccl_net_log(nets))
+    snap, _ = build_snapshot([str(p)])
+    out = next(o for o in evaluate(snap).outcomes if o.rule_id == "LOG008")
+    assert out.status == status

@@ -108,3 +108,22 @@ def test_a_coloured_terminal_capture_of_a_report_is_recognised_as_gpudoctor_outp
     src = Path(__file__).parent / "fixtures" / "own-scan-terminal-capture.txt"
     res = CliRunner().invoke(_app, ["check", str(src)])
     assert res.exit_code == 2 and "a gpudoctor text report" in (res.output or "")
+
+
+def test_collect_envs_library_block_alone_is_a_package_list_and_two_nccl_majors_are_flagged(tmp_path):
+    """The "Versions of relevant libraries" lines of collect_env pasted on their own: torch 2.9.0+cu130 with both
+    nvidia-nccl-cu12 and -cu13 installed (pytorch/pytorch#186591) is TRC006, whose fix removes the cu12 wheel."""
+    p = tmp_path / "libs.txt"
+    p.write_text("[pip3] numpy==1.26.4\n[pip3] nvidia-nccl-cu12==2.29.3\n[pip3] nvidia-nccl-cu13==2.29.7\n"
+                 "[pip3] torch==2.9.0+cu130\n[conda] nvidia-cudnn-cu13 9.13.0.50 pypi_0 pypi\n")
+    doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    assert doc["snapshot"]["torch"]["nvidia_wheels"]["nvidia-cudnn-cu13"] == "9.13.0.50"
+    f = next(f for f in doc["findings"] if f["rule_id"] == "TRC006")
+    assert f["remedy"].startswith("pip uninstall nvidia-nccl-cu12;")
+
+
+def test_one_cuda_major_of_each_wheel_passes(tmp_path):
+    p = tmp_path / "libs.txt"
+    p.write_text("[pip3] nvidia-nccl-cu12==2.21.5\n[pip3] nvidia-cudnn-cu12==9.1.0.70\n[pip3] torch==2.5.1+cu124\n")
+    doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    assert next(o for o in doc["outcomes"] if o["rule_id"] == "TRC006")["status"] == "pass"

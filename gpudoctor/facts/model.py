@@ -31,7 +31,8 @@ SCHEMA_VERSION = "2.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 # 2.1: logs.signatures[] ranks, hosts, gpus, first_line, last_line (where a signature fired; issue 14).
 # 2.2: logs.rank_announcements (launcher rank lines: the same global rank started twice; issue 14);
 #      logs.nccl.comms (per communicator, the ranks whose Init START / COMPLETE lines are in the log).
-# 2.3: gpus[].retired_pages_* (dynamic page retirement, pre-Ampere); logs.nccl_tests (pasted nccl-tests runs).
+# 2.3: gpus[].retired_pages_* (dynamic page retirement, pre-Ampere); logs.nccl_tests (pasted nccl-tests runs);
+#      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages).
 
 Unlimited = Literal["unlimited"]
 
@@ -194,6 +195,9 @@ class TorchFacts(_Model):
     torchvision_version: str | None = None
     torchvision_error: str | None = None
     torchaudio_version: str | None = None
+    nvidia_wheels: dict[str, str] = Field(
+        default_factory=dict, description="nvidia-* pip packages of the environment (nvidia-nccl-cu12 -> 2.21.5), "
+                                          "from collect_env's [pip3] lines or a package list")
     cuda_home: str | None = None
     nvcc_version: str | None = None
     import_seconds: float | None = None
@@ -277,6 +281,8 @@ class NcclLogFacts(_Model):
     host_net_transports: dict[str, list[str]] = Field(
         default_factory=dict, description="host -> distinct NET/... transports"
     )
+    host_nets: dict[str, str] = Field(default_factory=dict,
+                                      description="host:pid -> the network its 'Using network' line named (IB, Socket)")
     gdr_disabled_hcas: list[str] = Field(default_factory=list)
     env_set: dict[str, str] = Field(default_factory=dict, description="'NCCL_X set by environment to Y' lines")
     warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")

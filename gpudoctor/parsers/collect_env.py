@@ -188,6 +188,7 @@ def _torch(keys: dict[str, str], packages: dict[str, str], warn: str | None) -> 
         t.nvcc_version = nv.strip()
     if warn:
         t.cuda_error = warn
+    t.nvidia_wheels = {k.replace("_", "-"): v for k, v in packages.items() if k.replace("_", "-").startswith("nvidia-")}
     for name in ("torchvision", "torchaudio"):
         if name in packages:
             setattr(t, f"{name}_version", packages[name])

@@ -24,6 +24,8 @@ MAX_WARN = 20
 _NUM = re.compile(r"(\d+)")
 _IB_USING = re.compile(r"NET/IB\s*:\s*Using\s*\[\d")
 _NET = re.compile(r"Using network (\S+)")
+_HOST = re.compile(r"(?:^|\]:?)\s*([\w.-]+:\d+):\d+ \[\d+\]")  # "node3:1234:1290 [0] NCCL INFO ...": host:pid
+MAX_HOSTS = 4096
 _NRANKS = re.compile(r"\bnranks\s+(\d+)", re.IGNORECASE)
 _NVLS = re.compile(r"(\d+) nvls channels")
 _LEVELS = ("INFO", "WARN", "TRACE")
@@ -259,6 +261,11 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
         if u:
             f.net = u.group(1)
             break
+    for line, c in lines.find("Using network"):
+        u = _NET.match(c[1]) if c is not None and c[0] == "INFO" and c[1].startswith("Using network") else None
+        h = _HOST.search(line) if u else None
+        if u and h and len(f.host_nets) < MAX_HOSTS:
+            f.host_nets[h.group(1)] = u.group(1)
     for msg in msgs("GPU Direct RDMA Disabled"):
         g = _GDR_OFF.search(msg)
         if g and g.group(1) not in f.gdr_disabled_hcas:

@@ -61,6 +61,7 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
             cur += [x for x in getattr(n, name) if x not in cur]
         out.warnings += n.warnings[:max(0, MAX_WARN - len(out.warnings))]
         out.env_set = {**out.env_set, **n.env_set}
+        out.host_nets = {**out.host_nets, **n.host_nets}
         mine = {c.comm_id: c for c in out.comms}
         for c in n.comms:
             if c.comm_id not in mine:

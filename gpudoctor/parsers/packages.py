@@ -17,6 +17,8 @@ MARK = re.compile(r"^[^\n]*?(?:\$|#|>)?\s*(?:python3? -m )?(?:pip3?|conda|mamba|
                   r"|^Package\s+Version\s*$|^# Name\s+Version\s+Build\s+Channel", re.M)
 _COLS = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)[ \t]{2,}(\d[^\s]*)(?:[ \t]+(\S+))?(?:[ \t]+(\S+))?[ \t]*$")
 _FREEZE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?[ \t]*===?[ \t]*(\S+)[ \t]*$")
+_TAG = re.compile(r"^\[(?:pip3?|conda)\]\s+")
+_CONDA_ROW = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)[ \t]+(\d[^\s]*)(?:[ \t]+(\S+))?(?:[ \t]+(\S+))?[ \t]*$")
 SOURCE = "package list (pip list / pip freeze / conda list)"
 
 
@@ -24,8 +26,8 @@ def package_rows(text: str) -> dict[str, tuple[str, str | None]]:
     """name (lower case, '_' -> '-') -> (version, conda build string or None), for every row of the list."""
     out: dict[str, tuple[str, str | None]] = {}
     for line in text.replace("\r", "").split("\n"):
-        s = line.strip()
-        m = _FREEZE.match(s) or _COLS.match(s)
+        s = _TAG.sub("", line.strip())  # collect_env's "[pip3] torch==2.5.1" / "[conda] torch 2.5.1 py3.11_cuda12.1"
+        m = _FREEZE.match(s) or _COLS.match(s) or (_CONDA_ROW.match(s) if s != line.strip() else None)
         if m:
             build = m.group(3) if m.re is _COLS and m.lastindex and m.lastindex >= 3 else None
             out.setdefault(m.group(1).lower().replace("_", "-"), (m.group(2), build))
@@ -38,6 +40,8 @@ def looks_like_package_list(text: str) -> bool:
     if MARK.search(text):
         return bool(rows)
     lines = [x for x in text.split("\n") if x.strip()]
+    if len(rows) >= 2 and sum(bool(_TAG.match(x.strip())) for x in lines) >= 2:
+        return True  # collect_env's "Versions of relevant libraries" block on its own
     return len(rows) >= 3 and len(rows) >= 0.7 * len(lines) and bool({"torch", "pytorch"} & set(rows))
 
 
@@ -64,7 +68,11 @@ def parse_packages(text: str) -> TorchFacts | None:
     if not rows:
         raise ParseError("no package rows")
     row = rows.get("torch") or rows.get("pytorch")
+    wheels = {k: v[0] for k, v in rows.items() if k.startswith("nvidia-")}
     if row is None:
+        if wheels:  # torch itself unknown (a `pip list | grep nvidia`), its CUDA libraries known
+            return TorchFacts(source=SOURCE, interpreter="(the environment the package list came from)",
+                              nvidia_wheels=wheels)
         return None
     t = TorchFacts(source=SOURCE, interpreter="(the environment the package list came from)")
     t.installed = True
@@ -75,4 +83,5 @@ def parse_packages(text: str) -> TorchFacts | None:
     for name in ("torchvision", "torchaudio"):
         if name in rows:
             setattr(t, f"{name}_version", rows[name][0])
+    t.nvidia_wheels = wheels
     return t

@@ -134,8 +134,24 @@ def main():
     out["properties_seconds"] = round(time.time() - t2, 3)
     for mod in ("torchvision", "torchaudio"):
         out[mod + "_version"] = dist_version(mod)  # metadata only: importing them costs seconds
+    out["nvidia_wheels"] = nvidia_wheels()
     out["nvcc_version"] = nvcc_version(nvcc)
     print(MARK + json.dumps(out))
+
+
+def nvidia_wheels():
+    """{name: version} of the installed nvidia-* distributions (the CUDA libraries torch's wheels depend on)."""
+    try:
+        from importlib import metadata
+
+        out = {}
+        for d in metadata.distributions():
+            name = (d.metadata.get("Name") or "").lower().replace("_", "-")
+            if name.startswith("nvidia-") and name not in out:
+                out[name] = d.version
+        return out
+    except Exception:
+        return {}
 
 
 def dist_version(name):

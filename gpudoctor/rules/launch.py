@@ -1,7 +1,7 @@
 """Rules on what the logs say about the launch and the run: LOG005 (the launcher's rank lines show the same global
 ranks started twice and others never; parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's
 rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
-its GPUs' NVLink rate; parsers/nccl_tests.py)."""
+its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -129,3 +129,29 @@ def nccl_tests_busbw_low(ctx):
         return
     if why_not and len(why_not) == len(runs):
         raise NotAssessed("; ".join(dict.fromkeys(why_not)))
+
+
+@rule("LOG008")
+def hosts_on_different_networks(ctx):
+    """Compares the network each process's NCCL chose ('host:pid:tid [dev] NCCL INFO Using network IB|Socket|<plugin>'):
+    the processes of one node choose alike, so a job whose processes disagree has nodes that cannot connect (ranks on
+    IB cannot talk to ranks on sockets) or run at the speed of the slowest. Grouped by host, or by process when the
+    host names are the same (an anonymised paste)."""
+    logs = ctx.snap.logs
+    nccl = logs.nccl if logs is not None else None
+    if nccl is None or len(nccl.host_nets) < 2:
+        raise NotAssessed("the 'Using network' lines of fewer than two processes are in the inputs")
+    hosts = {k.rsplit(":", 1)[0] for k in nccl.host_nets}
+    by_net: dict[str, list[str]] = {}
+    for key, net in sorted(nccl.host_nets.items()):
+        name = key.rsplit(":", 1)[0] if len(hosts) > 1 else f"pid {key.rsplit(':', 1)[1]}"
+        if name not in by_net.setdefault(net, []):
+            by_net[net].append(name)
+    if len(by_net) < 2:
+        return
+    ev = [f"{net}: {', '.join(hosts[:8])}" + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+          for net, hosts in sorted(by_net.items(), key=lambda kv: -len(kv[1]))]
+    odd = min(by_net.values(), key=len)
+    yield ctx.finding(ev + ["NCCL picks the network on each node on its own: the nodes in the smaller group could "
+                            "not use the others' network (IB missing or disabled there)"],
+                      subject=", ".join(odd[:8]), data={"by_network": by_net})

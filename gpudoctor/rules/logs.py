@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from gpudoctor.compat import data
 from gpudoctor.compat.versions import vtuple
 from gpudoctor.facts.findings import SEVERITY_ORDER
+from gpudoctor.parsers._text import size_bytes
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.parsers.hit_origin import describe
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, define, rule
@@ -158,21 +159,23 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
     return out
 
 
-_WHEN = re.compile(r"^\s*(major\()?(\w+)\)?\s*(<|>|==|!=)\s*(major\()?(\w+)\)?\s*$")
+_WHEN = re.compile(r"^\s*(?:(major|size)\()?(\w+)\)?\s*(<|>|==|!=)\s*(?:(major|size)\()?(\w+)\)?\s*$")
 
 
 def _when(expr: str, groups: dict[str, str]) -> bool:
-    """A case's ``when``: "cc < min", "major(cc) > major(max)": two named groups compared as versions (6.0 < 7.0);
-    False when either group did not match or is not a version."""
+    """A case's ``when``: "cc < min", "major(cc) > major(max)", "size(unalloc) > size(size)": two named groups
+    compared as versions (6.0 < 7.0), major versions, or sizes ("737.00 MiB" > "546.00 MiB", units read by
+    parsers/_text.size_bytes); False when either group did not match or cannot be read so."""
     m = _WHEN.match(expr)
     if m is None:
         raise ValueError(f"bad 'when' in rules/signatures.toml: {expr!r}")
-    vals = []
-    for major, name in ((m.group(1), m.group(2)), (m.group(4), m.group(5))):
-        v = vtuple(groups.get(name) or "")
-        if not v:
+    vals: list = []
+    for fn, name in ((m.group(1), m.group(2)), (m.group(4), m.group(5))):
+        raw = groups.get(name) or ""
+        v = (size_bytes(raw),) if fn == "size" else vtuple(raw)
+        if not v or v[0] is None:
             return False
-        vals.append(v[:1] if major else v)
+        vals.append(v[:1] if fn == "major" else v)
     a, b = vals
     return {"<": a < b, ">": a > b, "==": a == b, "!=": a != b}[m.group(3)]
 
@@ -188,6 +191,8 @@ def _case(entry: dict, groups: dict[str, str]) -> dict | None:
             if not value or not re.fullmatch(c["match"], value, re.IGNORECASE):
                 continue
         if "when" in c and not _when(c["when"], groups):
+            continue
+        if c.get("unless") and groups.get(c["unless"]):
             continue
         return c
     return None

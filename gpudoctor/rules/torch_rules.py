@@ -1,6 +1,8 @@
 """PyTorch rules (family TRC): is the torch in the target interpreter able to use these GPUs?"""
 from __future__ import annotations
 
+import re
+
 from gpudoctor.compat.versions import cc_tuple, visible_devices
 from gpudoctor.parsers._text import clip
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
@@ -284,3 +286,43 @@ def device_count(ctx):
                           data={"nvml": n, "expected": expected, "torch": got})
         return
     yield ctx.finding(ev, data={"nvml": n, "expected": expected, "torch": got})
+
+
+_CU_SUFFIX = re.compile(r"^(nvidia-[a-z0-9-]+?)-cu(\d+)$")
+
+
+@rule("TRC006")
+def nvidia_wheels_for_two_cudas(ctx):
+    """Groups the environment's nvidia-* wheels by library (nvidia-nccl-cu12 and nvidia-nccl-cu13 are one library for
+    two CUDA majors): two majors of one library, or torch built for one CUDA major with the library only for another,
+    leave which copy torch loads to chance (the pip list of collect_env, a package list, or the torch probe)."""
+    t = ctx.snap.torch
+    if t is None or not t.nvidia_wheels:
+        raise NotAssessed("the environment's nvidia-* packages are not in the inputs (a collect_env or pip list has "
+                          "them)")
+    cuda_known = ctx.known("torch", "cuda") and ctx.known("torch", "installed")
+    if cuda_known and (not t.installed or not t.cuda):
+        raise NotApplicable("no CUDA build of torch")
+    libs: dict[str, dict[int, str]] = {}
+    for name, version in t.nvidia_wheels.items():
+        m = _CU_SUFFIX.match(name)
+        if m:
+            libs.setdefault(m.group(1), {})[int(m.group(2))] = f"{name}=={version}"
+    head = (t.cuda or "").split(".", 1)[0] if cuda_known else ""
+    major = int(head) if head.isdigit() else None
+    two = {lib: majors for lib, majors in libs.items() if len(majors) > 1}
+    other = {lib: majors for lib, majors in libs.items() if major is not None and major not in majors
+             and lib in ("nvidia-nccl", "nvidia-cudnn", "nvidia-cublas", "nvidia-cuda-runtime")}
+    if not two and not other:
+        return
+    ev = [f"{lib}: " + ", ".join(v for _, v in sorted(majors.items())) for lib, majors in {**two, **other}.items()]
+    ev.append(f"torch {t.version} is built with CUDA {t.cuda}" if major is not None else
+              "torch's CUDA version is not in the inputs: keep the wheels of the CUDA major it is built for")
+    keep = f"cu{major}" if major is not None else "the one torch needs"
+    stale = sorted(v.split("==")[0] for majors in {**two, **other}.values() for m, v in majors.items()
+                   if major is not None and m != major) or ["<the wheels of the CUDA major torch is not built for>"]
+    yield ctx.finding(ev, subject=", ".join(sorted({**two, **other})),
+                      remedy=(f"pip uninstall {' '.join(stale)}; keep the {keep} packages torch depends on "
+                              f"(`pip show torch` lists them) and reinstall them if a file is missing: `pip install "
+                              f"--force-reinstall --no-deps` of those packages at the versions torch pins"),
+                      data={"libraries": {lib: sorted(m) for lib, m in {**two, **other}.items()}, "torch_cuda": t.cuda})
