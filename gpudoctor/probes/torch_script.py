@@ -146,7 +146,7 @@ def nvidia_wheels():
 
         out = {}
         for d in metadata.distributions():
-            name = (d.metadata.get("Name") or "").lower().replace("_", "-")
+            name = (d.metadata["Name"] or "").lower().replace("_", "-")
             if name.startswith("nvidia-") and name not in out:
                 out[name] = d.version
         return out
