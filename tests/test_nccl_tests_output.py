@@ -86,3 +86,19 @@ def test_a_run_far_below_nvlink_is_a_warning(tmp_path):
 def test_healthy_multi_node_pcie_or_cut_runs_are_not_flagged(tmp_path, ranks, status):
     doc = _run(tmp_path, HEADER.format(g=8) + ranks + TABLE.format(bw1=330.0, bw2=370.2))
     assert _log007(doc)["status"] == status
+
+
+def test_a_run_that_stops_after_its_header_on_pcie_p2p_is_a_p2p_hang(tmp_path):
+    """NCCL 2.16 on two RTX 4090s: channels via P2P/IPC, Init COMPLETE, then no result row (nccl-tests#117 class)."""
+    src = Path(__file__).parent / "fixtures" / "nccl-tests-p2p-hang-rtx4090.txt"
+    doc = _run(tmp_path, src.read_text())
+    f = next(f for f in doc["findings"] if f["rule_id"] == "LOG009")
+    assert "NCCL_P2P_DISABLE=1" in f["remedy"]
+
+
+def test_a_finished_run_over_pcie_p2p_is_not_a_hang(tmp_path):
+    text = (HEADER.format(g=2) + _ranks(2, "NVIDIA GeForce RTX 4090")
+            + "ws:1:1 [0] NCCL INFO Channel 00/0 : 0[2c000] -> 1[2d000] via P2P/IPC\n"
+            + TABLE.format(bw1=20.1, bw2=21.5))
+    doc = _run(tmp_path, text)
+    assert next(o for o in doc["outcomes"] if o["rule_id"] == "LOG009")["status"] == "pass"

@@ -128,3 +128,11 @@ def test_an_ipv6_loopback_retry_warning_is_not_an_error(tmp_path):
     f = _one(_findings(tmp_path, "[W socket.cpp:663] [c10d] The client socket has failed to connect to "
                                  "[localhost]:29500 (errno: 99 - Cannot assign requested address).\n"), "SIG039")
     assert f["severity"] == "info" and "IPv6" in f["title"]
+
+
+def test_an_invalid_ordinal_with_mig_devices_names_mig(tmp_path):
+    """Two MIG UUIDs in CUDA_VISIBLE_DEVICES for torchrun --nproc_per_node=2 (pytorch/pytorch#130181 class)."""
+    found = _findings(tmp_path, "$ CUDA_VISIBLE_DEVICES=MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f,MIG-cba663e8-9bed-"
+                                "5b25-b243-5985ef7c9beb torchrun --nproc_per_node=2 train.py\n[rank1]: RuntimeError: "
+                                "CUDA error: invalid device ordinal\n")
+    assert any("MIG is in use" in line for line in _one(found, "SIG065")["evidence"])

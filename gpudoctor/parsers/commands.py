@@ -12,8 +12,9 @@ from gpudoctor.facts.env import redact
 from gpudoctor.parsers import ParseError
 from gpudoctor.parsers._text import clean
 
-_CMD = re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?((?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun|"
-                  r"mpirun|torchrun|kubectl)\b.*)$")
+# a leading "VAR=value " prefix (CUDA_VISIBLE_DEVICES=0,1 torchrun ...) is part of the command: it is kept
+_CMD = re.compile(r"^\s*(?:[$#]\s*)?(?:sudo\s+)?((?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:docker|podman|nvidia-docker|singularity"
+                  r"|apptainer|enroot|srun|mpirun|torchrun|kubectl)\b.*)$")
 _ASSIGN = re.compile(r"(\b[A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|\S+)")
 
 

@@ -201,7 +201,8 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (
         COMMAND,
         re.compile(
-            r"^\s*(?:[$#]\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker|singularity|apptainer|enroot|srun"
+            r"^\s*(?:[$#]\s*)?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:docker|podman|nvidia-docker|singularity"
+            r"|apptainer|enroot|srun"
             r"|mpirun|torchrun|kubectl)\s+\S",
             re.M,
         ),

@@ -93,4 +93,4 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
             row = _row(m, per_iter)
             if row is not None:
                 cur.rows.append(row)
-    return [r for r in runs if r.rows or r.avg_busbw_gbs is not None]
+    return [r for r in runs if r.rows or r.avg_busbw_gbs is not None or r.ranks]

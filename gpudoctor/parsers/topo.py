@@ -127,6 +127,9 @@ def _affinity(values: list[str], columns: list[str], label: str, warnings: list[
     return out
 
 
+_PROMPT = re.compile(r"^(?:\S*[$#>%]\s|\(\S+\)\s|PS [A-Z]:\\)")  # "$ cmd", "root@h:~# cmd", "(env) ...", "PS C:\>"
+
+
 def parse_topo_matrix(text: str) -> TopoMatrix:
     """Parse the text of `nvidia-smi topo -m` into a :class:`TopoMatrix`.
 
@@ -174,7 +177,11 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
                                                        (stripped[len(lab)].isalnum() or stripped[len(lab)] == "_"))),
                      None)
         if label is None:
-            if first.startswith("Legend"):
+            if first.startswith("Legend") or len(seen) == n:
+                break  # the Legend, or whatever the paste has after the last row (the next command's output)
+            if seen and _PROMPT.match(stripped):
+                truncated = True  # the next command of a pasted session: the rows after this one are not in it
+                warnings.append(f"the matrix stops after row {seen[-1]}: the next line is a shell prompt")
                 break
             if seen:
                 raise ParseError(f"line {lineno}: {first!r} is not a device of the header ({', '.join(labels)})")

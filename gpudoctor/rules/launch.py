@@ -1,13 +1,14 @@
 """Rules on what the logs say about the launch and the run: LOG005 (the launcher's rank lines show the same global
 ranks started twice and others never; parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's
 rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
-its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks)."""
+its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks), LOG009 (a hang on
+PCIe peer-to-peer)."""
 from __future__ import annotations
 
 from collections import Counter
 
 from gpudoctor.parsers._text import int_ranges
-from gpudoctor.rules.engine import NotAssessed, rule
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 
 @rule("LOG005")
@@ -155,3 +156,56 @@ def hosts_on_different_networks(ctx):
     yield ctx.finding(ev + ["NCCL picks the network on each node on its own: the nodes in the smaller group could "
                             "not use the others' network (IB missing or disabled there)"],
                       subject=", ".join(odd[:8]), data={"by_network": by_net})
+
+
+#: signatures that mean a collective never finished (watchdog timeouts, blocking-wait timeouts, heartbeat)
+HANG_SIGNATURES = frozenset({"SIG022", "SIG043", "SIG301"})
+
+
+def _hang_evidence(logs) -> str | None:
+    hit = next((h for h in logs.signatures if h.id in HANG_SIGNATURES), None)
+    if hit is not None:
+        return f"a collective timed out ({hit.id}: {hit.lines[0][:160] if hit.lines else ''})"
+    run = next((r for r in logs.nccl_tests if r.ranks and not r.rows and r.avg_busbw_gbs is None), None)
+    if run is not None:
+        return (f"nccl-tests ({run.collective or '?'}, {len(run.ranks)} ranks) printed its header and no result row: "
+                "the first collective never finished")
+    return None
+
+
+def _gpus_without_nvlink(ctx, logs) -> str | None:
+    topo = ctx.snap.topology
+    m = topo.matrix if topo is not None else None
+    if m is not None and len(m.gpus) >= 2:
+        rels = {m.rel(a, b) for a in m.gpus for b in m.gpus if a < b}
+        if rels and not any(r and r.startswith("NV") for r in rels):
+            return "topo -m: no NVLink between the GPUs (" + "/".join(sorted(r or "?" for r in rels)) + ")"
+    names = {g for r in logs.nccl_tests for g in r.gpus}
+    nv = ctx.snap.nvml
+    names |= {g.name for g in (nv.gpus if nv is not None else []) if g.name}
+    consumer = sorted(n for n in names if "GeForce" in n or "RTX" in n)
+    if consumer:
+        return f"GPUs {', '.join(consumer)}: PCIe-only boards, whose peer-to-peer often does not work"
+    return None
+
+
+@rule("LOG009")
+def p2p_hang(ctx):
+    """A hang (a collective timeout, or nccl-tests stopped before its first result row) in a log whose NCCL channels
+    use PCIe peer-to-peer ('via P2P/IPC', 'P2P/CUMEM', 'P2P/direct pointer') between GPUs without NVLink (topo -m) or
+    on GeForce / RTX boards: the classic cause is P2P that the platform reports but does not carry (ACS redirection or
+    an IOMMU on the PCIe path, a VM, consumer GPUs with drivers that enable P2P they cannot do)."""
+    logs = ctx.snap.logs
+    nccl = logs.nccl if logs is not None else None
+    if nccl is None or not nccl.transports:
+        raise NotAssessed("no NCCL channel lines (NCCL_DEBUG=INFO) in the inputs")
+    p2p = [t for t in nccl.transports if t.startswith("P2P")]
+    if not p2p:
+        raise NotApplicable("NCCL used no peer-to-peer transport")
+    hang = _hang_evidence(logs)
+    pcie = _gpus_without_nvlink(ctx, logs)
+    if hang is None or pcie is None:
+        return
+    yield ctx.finding([hang, f"NCCL channels: {', '.join(p2p[:4])}", pcie,
+                       "rerun with NCCL_P2P_DISABLE=1: if it then completes, peer-to-peer over this PCIe path is the "
+                       "cause"], subject="P2P", data={"transports": p2p, "hang": hang, "topology": pcie})

@@ -147,6 +147,12 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
                 out.append(f"{k}={env[k]}")
         if logs is not None and logs.nccl is not None and logs.nccl.nranks:
             out.append(f"ranks in the NCCL communicator: {logs.nccl.nranks}")
+        mig_env = "MIG-" in env.get("CUDA_VISIBLE_DEVICES", "") or any(
+            "CUDA_VISIBLE_DEVICES=MIG-" in c for c in (logs.commands if logs is not None else []))
+        if mig_env or (nvml is not None and any(g.mig_mode_current for g in nvml.gpus)):
+            out.append("MIG is in use: a CUDA process enumerates at most one MIG instance (CUDA_VISIBLE_DEVICES "
+                       "listing several MIG UUIDs still gives one device), and NCCL cannot run collectives between MIG "
+                       "instances: run one single-GPU process per instance, or train on full GPUs")
     if fam in ("cuda", "container", "build", "nvidia-smi", "kernel"):
         parts = []
         if nvml is not None and nvml.driver_version:
