@@ -127,3 +127,22 @@ def test_one_cuda_major_of_each_wheel_passes(tmp_path):
     p.write_text("[pip3] nvidia-nccl-cu12==2.21.5\n[pip3] nvidia-cudnn-cu12==9.1.0.70\n[pip3] torch==2.5.1+cu124\n")
     doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
     assert next(o for o in doc["outcomes"] if o["rule_id"] == "TRC006")["status"] == "pass"
+
+
+def test_compressed_inputs_are_recognised_by_their_first_bytes(tmp_path):
+    """A .gz saved under another name and gzip on stdin are read (magic bytes), a zip is refused with what to do."""
+    import gzip
+    import zipfile
+
+    q = (Path(__file__).parent / "fixtures" / "h200-text" / "nvidia-smi-q.txt").read_bytes()
+    named = tmp_path / "q.txt"
+    named.write_bytes(gzip.compress(q))
+    res = CliRunner().invoke(app, ["check", str(named), "--format", "json"])
+    assert res.exit_code in (0, 1) and json.loads(res.stdout)["snapshot"]["nvml"]["gpus"][0]["name"] == "NVIDIA H200"
+    res = CliRunner().invoke(app, ["check", "-", "--format", "json"], input=gzip.compress(q))
+    assert res.exit_code in (0, 1) and json.loads(res.stdout)["snapshot"]["nvml"]["driver_version"]
+    z = tmp_path / "logs.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("q.txt", q)
+    res = CliRunner().invoke(app, ["check", str(z)])
+    assert res.exit_code == 2 and "zip archive" in (res.output or "")
