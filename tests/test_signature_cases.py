@@ -136,3 +136,19 @@ def test_an_invalid_ordinal_with_mig_devices_names_mig(tmp_path):
                                 "5b25-b243-5985ef7c9beb torchrun --nproc_per_node=2 train.py\n[rank1]: RuntimeError: "
                                 "CUDA error: invalid device ordinal\n")
     assert any("MIG is in use" in line for line in _one(found, "SIG065")["evidence"])
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("node4:77:95 [2] misc/ibvwrap.cc:291 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on "
+     "dev mlx5_0:1, curr state INIT, next state RTR", "unreachable"),
+    ("dgx-b07:55120:55301 [3] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Connection timed "
+     "out errno 110", "unreachable"),
+    ("node4:77:95 [2] misc/ibvwrap.cc:291 NCCL WARN Call to ibv_modify_qp failed with 22 Invalid argument, on dev "
+     "mlx5_1:1", "GID index"),
+    ("gpu017:1:2 [6] transport/net_ib/common.cc:140 NCCL WARN NET/IB : mlx5_6:1 async fatal event on QP (0x7f2c) "
+     "qpn=18822: local work queue catastrophic error", "queue pair"),
+    ("gpu017:1:2 [6] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_6:1 async fatal event: local catastrophic error",
+     "HCA itself failed"),
+])
+def test_the_ib_failure_is_named_by_its_event_or_errno(tmp_path, line, needle):
+    assert needle in _one(_findings(tmp_path, line + "\n"), "SIG035")["title"]

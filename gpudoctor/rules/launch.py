@@ -39,11 +39,14 @@ def duplicate_ranks(ctx):
 @rule("LOG006")
 def comm_init_missing_ranks(ctx):
     """For each NCCL communicator of the log (its Init START lines, NCCL 2.17+): fires when no rank completed its
-    initialisation and fewer ranks started it than the communicator has."""
+    initialisation and fewer ranks started it than the communicator has, and no NCCL WARN says the ranks that did
+    start failed instead of waiting."""
     logs = ctx.snap.logs
     nccl = logs.nccl if logs is not None else None
     if nccl is None or not nccl.comms:
         raise NotAssessed("no NCCL 'Init START' lines with a commId (NCCL_DEBUG=INFO, NCCL 2.17+) in the inputs")
+    if nccl.warnings:
+        return  # an NCCL WARN in the same log: the initialisation failed there (its signature says why), not a wait
     for c in nccl.comms:
         missing = sorted(set(range(c.nranks)) - set(c.started))
         if c.completed or not c.started or not missing:
