@@ -152,3 +152,10 @@ def test_an_invalid_ordinal_with_mig_devices_names_mig(tmp_path):
 ])
 def test_the_ib_failure_is_named_by_its_event_or_errno(tmp_path, line, needle):
     assert needle in _one(_findings(tmp_path, line + "\n"), "SIG035")["title"]
+
+
+def test_an_unhandled_system_error_in_a_container_names_the_container_causes(tmp_path):
+    found = _findings(tmp_path, "$ docker run --gpus all -it img torchrun --nproc_per_node 4 train.py\n"
+                                "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, "
+                                "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n")
+    assert any("--ipc=host" in e for e in _one(found, "SIG008")["evidence"])

@@ -139,6 +139,17 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
             out.append("NCCL_SOCKET_IFNAME is not set in the environment given: NCCL chose the interface itself")
         if logs is not None and logs.nccl is not None and logs.nccl.net:
             out.append(f"NCCL network in use: {logs.nccl.net}")
+    cmds = logs.commands if logs is not None else []
+    if sid == "SIG008" and any(c.split()[:1] and c.split()[0] in ("docker", "podman", "nvidia-docker", "enroot",
+                                                                   "singularity", "apptainer") for c in cmds):
+        shm = any("--ipc=host" in c or "--shm-size" in c for c in cmds)
+        net = any("--network=host" in c or "--net=host" in c or "--network host" in c for c in cmds)
+        out.append("the job runs in a container: NCCL's system calls usually fail there on "
+                   + "; ".join(x for x in ("" if shm else "/dev/shm (docker's 64 MB default: --ipc=host or "
+                                            "--shm-size=16g)",
+                                            "" if net else "the network between containers on different hosts "
+                                            "(--network=host)",
+                                            "locked memory for InfiniBand (--ulimit memlock=-1)") if x))
     if sid in _GPU_SIGS:
         if nvml is not None and nvml.gpus:
             out.append(f"GPUs on the host (nvidia-smi/NVML): {len(nvml.gpus)}")
