@@ -19,6 +19,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gpudoctor.parsers.regex_literals import structure  # noqa: E402
+
 # the source a family's entries without an 'origin' were written from
 FAMILY_SOURCE = {"nccl": "NVIDIA/nccl", "c10d": "pytorch/pytorch", "ddp": "pytorch/pytorch", "build": "pytorch/pytorch",
                  "dataloader": "pytorch/pytorch", "cuda": "CUDA runtime", "container": "NVIDIA/libnvidia-container",
@@ -47,23 +50,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _alternatives(regex: str) -> int:
     """Top-level alternatives of a regex (each is one message form)."""
-    depth, n, esc, cls = 0, 1, False, False
-    for ch in regex:
-        if esc:
-            esc = False
-        elif ch == "\\":
-            esc = True
-        elif cls:
-            cls = ch != "]"
-        elif ch == "[":
-            cls = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            n += 1
-    return n
+    return 1 + sum(1 for _, c, depth in structure(regex) if c == "|" and depth == 0)
 
 
 def source_of(entry: dict[str, Any]) -> str:

@@ -67,3 +67,22 @@ def anchors(regex: str) -> list[str] | None:
     from re import _parser as sre  # type: ignore[attr-defined]
 
     return _required(list(sre.parse(regex, re.IGNORECASE)))
+
+
+def structure(regex: str):
+    """(index, character, group depth before it) for each character of ``regex`` that is syntax: outside
+    character classes and not escaped (an escape's two characters and a class's contents are skipped)."""
+    depth, i, in_class = 0, 0, False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        else:
+            yield i, c, depth
+            depth += (c == "(") - (c == ")")
+        i += 1

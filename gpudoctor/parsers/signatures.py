@@ -22,7 +22,7 @@ from typing import Any
 from gpudoctor.facts.model import SignatureHit
 from gpudoctor.parsers._text import clean, clip
 from gpudoctor.parsers.hit_origin import Spread, finish, line_numbers, merge_hits  # noqa: F401 (merge_hits re-exported)
-from gpudoctor.parsers.regex_literals import MIN_ANCHOR, anchors  # noqa: F401 (re-exported)
+from gpudoctor.parsers.regex_literals import MIN_ANCHOR, anchors, structure  # noqa: F401 (re-exported)
 
 try:  # optional: google-re2 (pip install gpudoctor[fast]); measured ~100x faster prefilter on large logs
     import re2 as _re2  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -106,35 +106,19 @@ def _re2_form(rx: str) -> str:
 
 def _drop_lookarounds(rx: str) -> str:
     """``rx`` without its look-ahead / look-behind groups, nested parentheses and escapes included."""
-    out, i = [], 0
-    while i < len(rx):
-        if rx[i] == "\\":
-            out.append(rx[i:i + 2])
-            i += 2
-            continue
-        if rx.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
-            depth, j, in_class = 0, i, False
-            while j < len(rx):
-                c = rx[j]
-                if c == "\\":
-                    j += 2
-                    continue
-                if in_class:
-                    in_class = c != "]"
-                elif c == "[":
-                    in_class = True
-                elif c == "(":
-                    depth += 1
-                elif c == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            i = j + 1
-            continue
-        out.append(rx[i])
-        i += 1
-    return "".join(out)
+    cut: list[tuple[int, int]] = []
+    start = None
+    for i, c, depth in structure(rx):
+        if start is None and c == "(" and rx.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+            start, level = i, depth
+        elif start is not None and c == ")" and depth == level + 1:
+            cut.append((start, i + 1))
+            start = None
+    out, pos = [], 0
+    for a, b in cut:
+        out.append(rx[pos:a])
+        pos = b
+    return "".join(out) + rx[pos:]
 
 
 @functools.cache
