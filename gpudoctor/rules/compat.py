@@ -19,7 +19,7 @@ def _torch(ctx, *fields: str):
     a fact missing from an input is unknown, not absent."""
     t = ctx.snap.torch
     if t is None:
-        raise NotAssessed("torch probe failed")
+        raise NotAssessed(ctx.missing("PyTorch", "python -m torch.utils.collect_env or a saved report"))
     ctx.require("torch", "installed")
     if not t.installed or t.error and not t.version:
         raise NotApplicable("torch not importable (TRC001)")

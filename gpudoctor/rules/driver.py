@@ -40,7 +40,7 @@ def no_driver(ctx):
     """Fires when NVML cannot be loaded or initialised, or sees no GPU."""
     nv = ctx.snap.nvml
     if nv is None:
-        raise NotAssessed("the NVML probe failed before reporting")
+        raise NotAssessed(ctx.missing("NVML / driver", "nvidia-smi, nvidia-smi -q or a saved report"))
     if not nv.available:
         module = nv.kernel_module or ("absent (no NVIDIA kernel module loaded)" if ctx.known("nvml", "kernel_module")
                                       else "not in the inputs")

@@ -136,11 +136,18 @@ class Ctx:
                        remedy=remedy or self.spec.fix, sources=list(sources or self.spec.sources), data=data or {})
 
     # helpers used by many rules
+    def missing(self, what: str, give: str) -> str:
+        """Why a section's facts are absent: in `check`, what the inputs lack and what to give; in `scan`, that its
+        probe failed (the probe error names why)."""
+        if self.snap.inputs:
+            return f"no {what} facts in the inputs ({give} has them)"
+        return f"{what} facts missing (the probe failed: see the probe errors)"
+
     def gpus(self):
         """NVML GPUs; raises NotAssessed / NotApplicable when NVML gave none."""
         nv = self.snap.nvml
         if nv is None:
-            raise NotAssessed("NVML facts missing (probe failed)")
+            raise NotAssessed(self.missing("GPU / NVML", "nvidia-smi -q or a saved report"))
         if not nv.available:
             # without a driver the GPUs (if any) cannot be read: unknown, not "none" (DRV001 says why)
             raise NotAssessed("NVML unusable (see DRV001): the GPUs cannot be read")

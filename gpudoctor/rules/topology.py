@@ -16,7 +16,7 @@ from gpudoctor.rules.engine import NotApplicable, NotAssessed
 def _topo(ctx):
     t = ctx.snap.topology
     if t is None:
-        raise NotAssessed("topology facts missing (probe failed or not in this snapshot)")
+        raise NotAssessed(ctx.missing("topology", "nvidia-smi topo -m or sudo lspci -vvv"))
     return t
 
 

@@ -13,7 +13,7 @@ INSTALL_URL = "https://pytorch.org/get-started/locally/"
 def _torch(ctx, *fields):
     t = ctx.snap.torch
     if t is None:
-        raise NotAssessed("torch probe failed")
+        raise NotAssessed(ctx.missing("PyTorch", "python -m torch.utils.collect_env or a saved report"))
     ctx.require("torch", *fields)
     return t
 
