@@ -104,7 +104,7 @@ REAL = [
     ("SIG203", W + "AllReduce : invalid type 10"),
     ("SIG203", W + "Reduce : invalid reduction operation 4"),
     ("SIG203", W + "AllReduce : reduction operation 7 unknown to this communicator"),               # v2.12-v2.30
-    ("SIG203", W + "FP8 reduction support begins with sm90 capable devices."),                     # v2.26-v2.30
+    ("SIG445", W + "FP8 reduction support begins with sm90 capable devices."),                     # v2.26-v2.30
     ("SIG204", W + "Reduce : invalid root 16 (root should be in the 0..15 range)"),
     ("SIG205", W + "Error: network AWS Libfabric not found."),                                      # v2.10-v2.26
     ("SIG205", W + "Failed to initialize any NET plugin"),                                          # v2.27-v2.30

@@ -166,3 +166,16 @@ def test_a_path_level_nccl_does_not_read_is_named(tmp_path):
         doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
         ev = " ".join(e for f in doc["findings"] if f["rule_id"] == "NCL005" for e in f["evidence"])
         assert ("not a level NCCL reads" in ev) == bad, (value, ev)
+
+
+def test_a_loopback_master_addr_in_a_multi_node_job_is_an_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    p = tmp_path / "env.txt"
+    p.write_text("MASTER_ADDR=localhost\nMASTER_PORT=29500\nWORLD_SIZE=16\nLOCAL_WORLD_SIZE=8\nRANK=8\nLOCAL_RANK=0\n"
+                 "SLURM_NNODES=2\nPATH=/usr/bin\nHOME=/root\nUSER=root\n")
+    doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    f = next(f for f in doc["findings"] if f["rule_id"] == "NCL010")
+    assert any("MASTER_ADDR=localhost" in e for e in f["evidence"])

@@ -24,8 +24,14 @@ _SECRET_VALUE = re.compile(
 
 
 def is_secret(name: str, value: str) -> bool:
-    """True when a variable's name or value looks like a credential."""
+    """True when a variable's name or value looks like a credential; a yes/no/true/false/0/1 value is a setting,
+    never a secret (ssh's -o PasswordAuthentication=no)."""
+    if value.strip().strip("\"'").lower() in _SETTING_VALUES:
+        return False
     return bool(_SECRET_NAME.search(name) or _SECRET_VALUE.search(value))
+
+
+_SETTING_VALUES = frozenset({"yes", "no", "true", "false", "on", "off", "0", "1", ""})
 
 
 def redact(name: str, value: str) -> str:

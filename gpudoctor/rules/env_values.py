@@ -165,7 +165,8 @@ def _ints(env: dict[str, str]) -> tuple[dict[str, int], list[str]]:
 @rule("NCL010")
 def launch_vars(ctx):
     """Checks the launcher variables present in the environment: integers; RANK < WORLD_SIZE; LOCAL_RANK <
-    LOCAL_WORLD_SIZE <= WORLD_SIZE; MASTER_PORT in 1-65535; LOCAL_RANK and LOCAL_WORLD_SIZE against the GPUs NVML
+    LOCAL_WORLD_SIZE <= WORLD_SIZE; MASTER_PORT in 1-65535; MASTER_ADDR not a loopback address in a multi-node job;
+    LOCAL_RANK and LOCAL_WORLD_SIZE against the GPUs NVML
     sees after CUDA_VISIBLE_DEVICES (that part only when the GPU list is known)."""
     from gpudoctor.compat.versions import visible_device_count
 
@@ -181,6 +182,11 @@ def launch_vars(ctx):
     port = vals.get("MASTER_PORT")
     if port is not None and not 1 <= port <= 65535:
         ev.append(f"MASTER_PORT={port} is outside 1-65535")
+    addr = env.get("MASTER_ADDR", "").strip().strip("[]").lower()
+    if (addr in ("localhost", "::1") or addr.startswith("127.")) and multi_node(env):
+        ev.append(f"MASTER_ADDR={env['MASTER_ADDR']} in a job that spans nodes: every node looks for the store on "
+                  "itself, so the nodes never meet (each waits until the timeout); set MASTER_ADDR to the first "
+                  "node's name (Slurm: `scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`) and one MASTER_PORT")
     gpu_ev: list[str] = []  # against the visible GPUs: a warning (a script may map ranks to GPUs its own way)
     nv = ctx.snap.nvml
     if (lr is not None or lws is not None) and nv is not None and nv.available and nv.gpus:

@@ -170,7 +170,9 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
             parts.append(f"driver {nvml.driver_version}"
                          + (f" (CUDA {nvml.cuda_driver_version} at most)" if nvml.cuda_driver_version else ""))
         if torch is not None and torch.version:
-            parts.append(f"torch {torch.version}" + (f"+cu {torch.cuda}" if torch.cuda else " (CPU build)"))
+            cuda_known = "cuda" in snap.known_fields.get("torch", ["cuda"])
+            parts.append(f"torch {torch.version}" + (f" (CUDA {torch.cuda})" if torch.cuda else
+                                                     " (CPU build)" if cuda_known else ""))
         if parts:
             out.append("versions in the inputs: " + ", ".join(parts))
     return out
