@@ -172,3 +172,10 @@ def test_rule_docs_page_in_sync() -> None:
 def test_scan_script_missing_is_a_usage_error(tmp_path: Path) -> None:
     r = gd("scan", "--script", str(tmp_path / "nope.py"), "--no-confirm")
     assert r.returncode == 2 and "--script" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_file_that_cannot_be_parsed_is_never_all_checks_passed():
+    from gpudoctor.lint.output import text
+
+    out = text([], ["train.py: cannot parse: invalid syntax (train.py, line 2)"], 1)
+    assert "All checks passed" not in out and "could not be checked" in out

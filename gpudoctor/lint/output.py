@@ -28,8 +28,13 @@ def text(findings: list[LintFinding], errors: list[str], files: int) -> str:
     n = len(findings)
     fixable = sum(f.fixable for f in findings)
     tail = f" ({fixable} fixable with --fix)" if fixable else ""
-    lines.append(f"Found {n} problem{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}{tail}."
-                 if n else f"All checks passed ({files} file{'s' if files != 1 else ''}).")
+    if n:
+        lines.append(f"Found {n} problem{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}{tail}.")
+    elif errors:  # a file that could not be read or parsed was not checked: never "all checks passed"
+        lines.append(f"No problem found in the files read; {len(errors)} input{'s' if len(errors) != 1 else ''} "
+                     "could not be checked (above).")
+    else:
+        lines.append(f"All checks passed ({files} file{'s' if files != 1 else ''}).")
     return "\n".join(lines)
 
 
