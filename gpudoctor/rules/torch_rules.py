@@ -297,9 +297,13 @@ def nvidia_wheels_for_two_cudas(ctx):
     two CUDA majors): two majors of one library, or torch built for one CUDA major with the library only for another,
     leave which copy torch loads to chance (the pip list of collect_env, a package list, or the torch probe)."""
     t = ctx.snap.torch
+    if t is not None and ctx.known("torch", "installed") and not t.installed and not t.nvidia_wheels:
+        raise NotApplicable("torch not installed (TRC001)")
     if t is None or not t.nvidia_wheels:
+        if t is not None and not ctx.snap.inputs and "nvidia_wheels" in t.model_fields_set:
+            return  # the probe listed the interpreter's distributions: no nvidia-* wheel at all
         raise NotAssessed("the environment's nvidia-* packages are not in the inputs (a collect_env or pip list has "
-                          "them)")
+                          "them)" if ctx.snap.inputs else "the torch probe did not list the nvidia-* packages")
     cuda_known = ctx.known("torch", "cuda") and ctx.known("torch", "installed")
     if cuda_known and (not t.installed or not t.cuda):
         raise NotApplicable("no CUDA build of torch")
