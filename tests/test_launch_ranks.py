@@ -119,3 +119,24 @@ def test_nodes_that_chose_different_nccl_networks(tmp_path, nets, status):
     snap, _ = build_snapshot([str(p)])
     out = next(o for o in evaluate(snap).outcomes if o.rule_id == "LOG008")
     assert out.status == status
+
+
+def _timeout(rank: int, seq: int, op: str) -> str:
+    return (f"[rank{rank}]:[E225 10:42:51.1 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600087 milliseconds before timing out.\n")
+
+
+@pytest.mark.parametrize("lines, status", [
+    ([(0, 48213, "_ALLGATHER_BASE"), (1, 47987, "_REDUCE_SCATTER_BASE"), (3, 48213, "_ALLGATHER_BASE")], "fail"),
+    ([(0, 120, "ALLREDUCE"), (1, 120, "ALLREDUCE")], "pass"),
+])
+def test_ranks_timed_out_in_different_collectives(tmp_path, lines, status):
+    p = tmp_path / "job.log"
+    p.write_text("".join(_timeout(*x) for x in lines))
+    snap, _ = build_snapshot([str(p)])
+    doc = evaluate(snap)
+    assert next(o for o in doc.outcomes if o.rule_id == "LOG010").status == status
+    if status == "fail":
+        f = next(f for f in doc.findings if f.rule_id == "LOG010")
+        assert f.subject == "rank(s) 1" and doc.findings[0].rule_id == "LOG010"  # the cause leads

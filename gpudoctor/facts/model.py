@@ -32,7 +32,8 @@ SCHEMA_VERSION = "2.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 # 2.2: logs.rank_announcements (launcher rank lines: the same global rank started twice; issue 14);
 #      logs.nccl.comms (per communicator, the ranks whose Init START / COMPLETE lines are in the log).
 # 2.3: gpus[].retired_pages_* (dynamic page retirement, pre-Ampere); logs.nccl_tests (pasted nccl-tests runs);
-#      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages).
+#      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages);
+#      logs.collective_timeouts (each rank's watchdog timeout: SeqNum, OpType).
 
 Unlimited = Literal["unlimited"]
 
@@ -252,6 +253,14 @@ class RankAnnouncement(_Model):
     line: str
 
 
+class CollectiveTimeout(_Model):
+    """One rank's watchdog timeout as torch prints it (parsers/launch_ranks.py)."""
+
+    rank: int
+    seq: int = Field(description="SeqNum of the collective the rank was waiting in")
+    op: str = Field(description="OpType, e.g. ALLREDUCE, _ALLGATHER_BASE")
+
+
 class XidEvent(_Model):
     xid: int
     pci_bus_id: str | None = None
@@ -338,6 +347,8 @@ class LogFacts(_Model):
         default_factory=list, description="launcher lines naming a process's global rank and world size (Lightning's "
                                           "GLOBAL_RANK lines, torchrun's rendezvous result), in input order")
     nccl_tests: list[NcclTestsRun] = Field(default_factory=list, description="nccl-tests runs (all_reduce_perf ...)")
+    collective_timeouts: list[CollectiveTimeout] = Field(
+        default_factory=list, description="watchdog timeouts with rank, SeqNum and OpType, in input order")
 
 
 class InputFile(_Model):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from gpudoctor.facts.model import RankAnnouncement
+from gpudoctor.facts.model import CollectiveTimeout, RankAnnouncement
 
 _LIGHTNING = re.compile(r"(?:initializing ddp|Initializing distributed): GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)",
                         re.IGNORECASE)
@@ -25,6 +25,22 @@ _AGENT = re.compile(r"Rendezvous complete for workers\. Result:(?P<body>(?:\s*\n
 _FIELD = re.compile(r"\b(restart_count|global_ranks|global_world_sizes)=([^\n]*)")
 LITERALS = ("GLOBAL_RANK: ", "Rendezvous complete for workers")  #: every announcement holds one of these
 MAX_ANNOUNCEMENTS = 100_000  #: per input: a rank line per process and restart, so a bound far above real jobs
+
+
+# torch's watchdog (ProcessGroupNCCL.cpp, v2.0-v2.13): "[Rank 3] Watchdog caught collective operation timeout:
+# WorkNCCL(SeqNum=48213, OpType=_ALLGATHER_BASE, ..." (older: "[Rank 3] Watchdog caught collective operation timeout")
+_TIMEOUT = re.compile(r"\[(?:PG[^\]\n]*?)?Rank (?P<rank>\d+)\][^\n]*?caught collective operation timeout:?\s*"
+                      r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)")
+TIMEOUT_LITERAL = "WorkNCCL(SeqNum="
+MAX_TIMEOUTS = 100_000
+
+
+def parse_collective_timeouts(text: str) -> list[CollectiveTimeout]:
+    """Every watchdog timeout line of ``text`` with its rank, sequence number and collective, in order."""
+    if TIMEOUT_LITERAL not in text:
+        return []
+    return [CollectiveTimeout(rank=int(m.group("rank")), seq=int(m.group("seq")), op=m.group("op"))
+            for m in _TIMEOUT.finditer(text)][:MAX_TIMEOUTS]
 
 
 def _ints(v: str) -> list[int]:

@@ -60,6 +60,7 @@ class Collected:
     peer: dict[str, bool] = field(default_factory=dict)
     ranks: list = field(default_factory=list)  # RankAnnouncement, in input order
     nccl_tests: list = field(default_factory=list)  # NcclTestsRun, in input order
+    timeouts: list = field(default_factory=list)  # CollectiveTimeout, in input order
     lines: int = 0
     line_base: int = 0  # lines of the current input before the chunk being parsed (parsers/stream.py)
     base: Snapshot | None = None
@@ -189,6 +190,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     ``kinds``: the formats, when the caller already recognised them (chunks of a large input, parsers/stream.py).
     ``in_bundle``: the text is one section of an nvidia-bug-report.log (parsers/bug_report.py).
     """
+    from gpudoctor.parsers import launch_ranks
     from gpudoctor.parsers.offline_formats import FileParse, parse_formats
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
@@ -228,6 +230,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     errorish: list[tuple[int, int]] = []
     hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base, errorish=errorish)
     col.hits += hits
+    if launch_ranks.TIMEOUT_LITERAL in sig_text:
+        col.timeouts += launch_ranks.parse_collective_timeouts(sig_text)
     col.lines += sig_text.count("\n") + (not sig_text.endswith("\n"))
     # not inside structured dumps
     if {D.ERRORS, D.DMESG, D.NCCL, D.NCCL_TESTS} & set(kinds) and set(kinds) <= LOG_KINDS:
@@ -396,6 +400,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     logs.peer_access.update(col.peer)
     logs.rank_announcements += col.ranks
     logs.nccl_tests += col.nccl_tests
+    logs.collective_timeouts += col.timeouts
     _scrub_logs(logs)
     if col.lines or col.base is None:
         snap.logs = logs

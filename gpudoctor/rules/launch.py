@@ -2,7 +2,7 @@
 ranks started twice and others never; parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's
 rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
 its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks), LOG009 (a hang on
-PCIe peer-to-peer)."""
+PCIe peer-to-peer), LOG010 (ranks timed out in different collectives)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -212,3 +212,30 @@ def p2p_hang(ctx):
     yield ctx.finding([hang, f"NCCL channels: {', '.join(p2p[:4])}", pcie,
                        "rerun with NCCL_P2P_DISABLE=1: if it then completes, peer-to-peer over this PCIe path is the "
                        "cause"], subject="P2P", data={"transports": p2p, "hang": hang, "topology": pcie})
+
+
+@rule("LOG010")
+def ranks_at_different_collectives(ctx):
+    """Each rank's first watchdog timeout (SeqNum, OpType): ranks that timed out in different collectives were not
+    waiting for the same thing. The rank(s) at the lowest sequence number are behind: the others wait in a collective
+    those never reached (a rank stuck, slow, or on another code path: uneven batches, data-dependent branches, a
+    backward skipped under FSDP / ZeRO-3)."""
+    logs = ctx.snap.logs
+    events = logs.collective_timeouts if logs is not None else []
+    if not events:
+        raise NotAssessed("no watchdog timeout lines with SeqNum / OpType in the inputs")
+    first: dict[int, tuple[int, str]] = {}
+    for e in events:
+        first.setdefault(e.rank, (e.seq, e.op))
+    groups: dict[tuple[int, str], list[int]] = {}
+    for rank, key in sorted(first.items()):
+        groups.setdefault(key, []).append(rank)
+    if len(groups) < 2:
+        return
+    ordered = sorted(groups.items())
+    (seq0, op0), behind = ordered[0]
+    ev = [f"ranks {int_ranges(r)}: SeqNum {s} {op}" for (s, op), r in ordered[:8]]
+    ev.append(f"rank(s) {int_ranges(behind)} stopped earliest (SeqNum {seq0}, {op0}): the other ranks wait in "
+              "collectives these never issued")
+    yield ctx.finding(ev, subject=f"rank(s) {int_ranges(behind)}",
+                      data={"groups": [{"seq": s, "op": op, "ranks": r} for (s, op), r in ordered]})

@@ -4,7 +4,9 @@ The order, within one severity (errors, then warnings, then notes):
 
 1. what the hardware or the kernel reported: an Xid that blames the GPU, the node or the fabric, and the kernel and
    nvidia-smi signatures (a GPU off the bus or a driver/library mismatch explains the CUDA and NCCL errors above it);
-2. the findings of the fact rules (versions, settings, topology read from the dumps or probed live);
+2. the findings of the fact rules (versions, settings, topology read from the dumps or probed live), and of the log
+   rules that conclude from many lines (ranks started twice, hosts on different networks, ranks timed out in
+   different collectives, a hang on PCIe peer-to-peer);
 3. the signatures of the logs, in the order they first appear (input file, then line): in a log the first error is
    the likeliest cause, the later ones its consequences (the follow-ons the catalogue knows are already folded into
    their cause's finding);
@@ -20,6 +22,8 @@ from gpudoctor.facts.findings import SEVERITY_ORDER, Finding
 _HARDWARE_BLAME = frozenset({"GPU", "node", "fabric"})  # rules/xid.toml `blame`
 _ROOT_FAMILIES = frozenset({"kernel", "nvidia-smi"})  # rules/signatures.toml `family`
 _ABOUT_THE_INPUTS = frozenset({"SIG000", "LOG000"})
+#: log rules that conclude from many lines (ranks, hosts, transports compared): they explain the signatures they see
+_CONCLUDING = frozenset({"LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010"})
 
 
 def _group(f: Finding) -> int:
@@ -27,7 +31,7 @@ def _group(f: Finding) -> int:
         return 4
     if f.data.get("blame") in _HARDWARE_BLAME or f.data.get("family") in _ROOT_FAMILIES:
         return 0
-    if not f.rule_id.startswith(("SIG", "LOG")):
+    if not f.rule_id.startswith(("SIG", "LOG")) or f.rule_id in _CONCLUDING:
         return 1
     return 2 if f.data.get("first_line") is not None else 3
 
