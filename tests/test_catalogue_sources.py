@@ -498,6 +498,9 @@ BENIGN = [
     "gpu1:2201:2201 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
     "gpu1:2201:2201 [0] NCCL INFO NCCL version 2.23.4+cuda12.6",
     "ssh: connect to host gpu1 port 22: Connection refused",
+    "W0120 21:26:21.759000 444778 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1333] The node "
+    "'ai11_444778_0' has failed to send a keep-alive heartbeat to the rendezvous 'exp3' due to an error of type "
+    "RendezvousTimeoutError.",
     "RuntimeError: unable to write to file </tmp/ckpt.pt>: No space left on device (28)",
     # look-alikes of SIG200-SIG214 and of the widened forms
     "gpu1:2201:2201 [0] NCCL INFO NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
