@@ -159,3 +159,13 @@ def test_an_unhandled_system_error_in_a_container_names_the_container_causes(tmp
                                 "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, "
                                 "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n")
     assert any("--ipc=host" in e for e in _one(found, "SIG008")["evidence"])
+
+
+@pytest.mark.parametrize("line, rule, needle", [
+    ("RuntimeError: Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1. Please use "
+     "torch.load with map_location to map your storages to an existing device.", "SIG065", "map_location"),
+    ("pod-0:311:520 [3] misc/utils.cc:271 NCCL WARN misc/utils.cc:258 Unrecoverable error detected: "
+     "malloc(size=268435456) returned null.", "SIG200", "host memory"),
+])
+def test_the_message_names_which_memory_or_device(tmp_path, line, rule, needle):
+    assert needle in _one(_findings(tmp_path, line + "\n"), rule)["title"]
