@@ -138,22 +138,6 @@ def test_an_invalid_ordinal_with_mig_devices_names_mig(tmp_path):
     assert any("MIG is in use" in line for line in _one(found, "SIG065")["evidence"])
 
 
-@pytest.mark.parametrize("line, needle", [
-    ("node4:77:95 [2] misc/ibvwrap.cc:291 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on "
-     "dev mlx5_0:1, curr state INIT, next state RTR", "unreachable"),
-    ("dgx-b07:55120:55301 [3] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Connection timed "
-     "out errno 110", "unreachable"),
-    ("node4:77:95 [2] misc/ibvwrap.cc:291 NCCL WARN Call to ibv_modify_qp failed with 22 Invalid argument, on dev "
-     "mlx5_1:1", "GID index"),
-    ("gpu017:1:2 [6] transport/net_ib/common.cc:140 NCCL WARN NET/IB : mlx5_6:1 async fatal event on QP (0x7f2c) "
-     "qpn=18822: local work queue catastrophic error", "queue pair"),
-    ("gpu017:1:2 [6] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_6:1 async fatal event: local catastrophic error",
-     "HCA itself failed"),
-])
-def test_the_ib_failure_is_named_by_its_event_or_errno(tmp_path, line, needle):
-    assert needle in _one(_findings(tmp_path, line + "\n"), "SIG035")["title"]
-
-
 def test_an_unhandled_system_error_in_a_container_names_the_container_causes(tmp_path):
     found = _findings(tmp_path, "$ docker run --gpus all -it img torchrun --nproc_per_node 4 train.py\n"
                                 "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, "
@@ -162,10 +146,32 @@ def test_an_unhandled_system_error_in_a_container_names_the_container_causes(tmp
 
 
 @pytest.mark.parametrize("line, rule, needle", [
+    # InfiniBand: the event or errno names the failure (NCCL ibvwrap.cc / net_ib)
+    ("node4:77:95 [2] misc/ibvwrap.cc:291 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on "
+     "dev mlx5_0:1, curr state INIT, next state RTR", "SIG035", "unreachable"),
+    ("dgx-b07:55120:55301 [3] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Connection timed "
+     "out errno 110", "SIG035", "unreachable"),
+    ("node4:77:95 [2] misc/ibvwrap.cc:291 NCCL WARN Call to ibv_modify_qp failed with 22 Invalid argument, on dev "
+     "mlx5_1:1", "SIG035", "GID index"),
+    ("gpu017:1:2 [6] transport/net_ib/common.cc:140 NCCL WARN NET/IB : mlx5_6:1 async fatal event on QP (0x7f2c) "
+     "qpn=18822: local work queue catastrophic error", "SIG035", "queue pair"),
+    ("gpu017:1:2 [6] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_6:1 async fatal event: local catastrophic error",
+     "SIG035", "HCA itself failed"),
+    # which memory or device the message names
     ("RuntimeError: Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1. Please use "
      "torch.load with map_location to map your storages to an existing device.", "SIG065", "map_location"),
     ("pod-0:311:520 [3] misc/utils.cc:271 NCCL WARN misc/utils.cc:258 Unrecoverable error detected: "
      "malloc(size=268435456) returned null.", "SIG200", "host memory"),
 ])
-def test_the_message_names_which_memory_or_device(tmp_path, line, rule, needle):
+def test_the_message_names_the_failing_part(tmp_path, line, rule, needle):
     assert needle in _one(_findings(tmp_path, line + "\n"), rule)["title"]
+
+
+@pytest.mark.parametrize("rule", ["LOG007", "LOG008", "LOG009", "LOG010", "TRC006", "GPU010", "TOP006"])
+def test_the_rules_added_for_issue_14_say_not_assessed_without_their_facts(tmp_path, rule):
+    """An error text with none of the facts these rules read (no NCCL channel or 'Using network' lines, no watchdog
+    SeqNum, no nccl-tests run, no package list, no GPU facts): never 'pass'."""
+    p = tmp_path / "paste.txt"
+    p.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    assert next(o for o in doc["outcomes"] if o["rule_id"] == rule)["status"] == "not_assessed"
