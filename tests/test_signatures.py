@@ -147,9 +147,9 @@ def test_a_message_quoted_in_code_or_a_command_is_not_what_happened():
 def test_every_signature_compiles_for_the_re2_prefilter():
     """The re2 Set prefilter reads each regex without its look-arounds (re2 has none); a look-around with nested
     groups once left a pattern re2 rejects (printed on stderr at every run)."""
-    from gpudoctor.parsers import signatures as S
-
     import os
+
+    from gpudoctor.parsers import signatures as S
 
     if S._re2 is None:  # the [test] extra installs google-re2: its absence is a failure unless the run says so
         if os.environ.get("GPUDOCTOR_TESTS_WITHOUT_RE2") == "1":
