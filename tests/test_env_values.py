@@ -179,3 +179,40 @@ def test_a_loopback_master_addr_in_a_multi_node_job_is_an_error(tmp_path):
     doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
     f = next(f for f in doc["findings"] if f["rule_id"] == "NCL010")
     assert any("MASTER_ADDR=localhost" in e for e in f["evidence"])
+
+
+def _nccl_log(tmp_path, text):
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    p = tmp_path / "nccl.log"
+    p.write_text(text)
+    res = CliRunner().invoke(app, ["check", str(p), "--format", "json"])
+    return {o["rule_id"]: o for o in json.loads(res.stdout)["outcomes"]}, json.loads(res.stdout)["findings"]
+
+
+# bootstrap.cc INFO "Bootstrap : Using%s", net_socket.cc INFO "NET/Socket : Using%s" (" [%d]%s:%s" per interface)
+def test_socket_ifname_prefix_that_also_selects_sub_interfaces(tmp_path):
+    base = ("a7:41822:41822 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {v}\n"
+            "a7:41822:41822 [0] NCCL INFO Bootstrap : Using bond0:192.168.42.7<0>\n"
+            "a7:41822:41990 [0] NCCL INFO NET/Socket : Using [0]bond0:192.168.42.7<0>{more}\n"
+            "a7:41822:41990 [0] NCCL INFO Using network Socket\n")
+    more = " [1]bond0.2973:10.0.106.189<0> [2]bond0.2973.1:fe80::f816:3eff:fe5d:8ecb%bond0.2973.1<0>"
+    outcomes, found = _nccl_log(tmp_path, base.format(v="bond0", more=more))
+    f = next(x for x in found if x["rule_id"] == "NCL011")
+    assert f["severity"] == "warning" and "bond0.2973" in f["title"] and "NCCL_SOCKET_IFNAME==bond0" in f["remedy"]
+    outcomes, _ = _nccl_log(tmp_path, base.format(v="==bond0", more=""))
+    assert outcomes["NCL011"]["status"] == "pass"
+    outcomes, _ = _nccl_log(tmp_path, base.format(v="bond0", more="").replace(
+        "a7:41822:41822 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to bond0\n", ""))
+    assert outcomes["NCL011"]["status"] == "not_assessed"
+
+
+def test_socket_ifname_that_matches_nothing(tmp_path):
+    _, found = _nccl_log(tmp_path, "t3:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n"
+                                   "t3:1958:1958 [3] NCCL INFO Bootstrap: Using\n")
+    f = next(x for x in found if x["rule_id"] == "NCL011")
+    assert f["severity"] == "error" and "matches no interface" in f["title"]

@@ -96,3 +96,31 @@ def test_ncl007_fires_only_with_active_nvlinks(fix, tmp_path):
     # two pasted lines are not the whole environment: NCCL_P2P_DISABLE may be set elsewhere
     rep, _ = _run(tmp_path, {"env.txt": "NCCL_P2P_LEVEL=NVL\nPATH=/usr/bin\n", "nvl.txt": nvl})
     assert _status(rep, "NCL007") == "not_assessed"
+
+
+# open-gpu-kernel-modules kernel_gsp.c _kgspLogXid119: "NVRM: Xid (PCI:%s): 119, pid=%d, name=%s, Timeout waiting
+# for RPC from GSP! Expected function %d (%s) (0x%x 0x%x)."; /proc/driver/nvidia/version gives the driver
+XID119 = ("[86211.771182] NVRM: Xid (PCI:0000:4f:00): 119, pid=1981, name=python, Timeout waiting for RPC from GSP! "
+          "Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).\n")
+DRV = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  (dvs-builder@U16)  2023\n"
+SMI_LOST = "Unable to determine the device handle for GPU0000:4F:00.0: Unknown Error\n"
+
+
+def test_xid_119_on_a_driver_with_the_known_gsp_defect_says_update_the_driver_first(tmp_path):
+    rep, _ = _run(tmp_path, {"version.txt": DRV.format(v="525.60.13"), "dmesg.txt": XID119, "smi.txt": SMI_LOST})
+    f = next(f for f in rep.findings if f.rule_id == "LOG001")
+    assert f.data["blame"] == "driver" and f.remedy.startswith("update the driver to 525.105.17")
+    errors = [x.rule_id for x in rep.findings if x.severity == "error"]
+    assert errors.index("LOG001") < errors.index("SIG100")  # the Xid first: nvidia-smi lost the GPU after it
+    rep, _ = _run(tmp_path, {"version.txt": DRV.format(v="535.104.05"), "dmesg.txt": XID119})
+    f = next(f for f in rep.findings if f.rule_id == "LOG001")
+    assert f.data["blame"] == "GPU" and "525.105.17" not in f.remedy
+
+
+def test_compute_app_rows_with_bus_ids_and_no_gpu_list_say_what_to_add(tmp_path):
+    p = tmp_path / "apps.csv"
+    p.write_text("pid, gpu_bus_id, used_memory [MiB]\n88411, 00000000:01:00.0, 514 MiB\n"
+                 "88412, 00000000:01:00.0, 514 MiB\n")
+    snap, _ = build_snapshot([str(p)])
+    note = next(i.note for i in snap.inputs if i.path.endswith("apps.csv"))
+    assert "name GPUs" in note and "--query-gpu=index,pci.bus_id,uuid" in note

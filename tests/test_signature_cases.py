@@ -175,3 +175,83 @@ def test_the_rules_added_for_issue_14_say_not_assessed_without_their_facts(tmp_p
     p.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
     doc = json.loads(runner.invoke(app, ["check", str(p), "--format", "json"]).stdout)
     assert next(o for o in doc["outcomes"] if o["rule_id"] == rule)["status"] == "not_assessed"
+
+
+# NCCL src/misc/socket.cc ncclSocketInit: "connecting to address %s with family %d is neither AF_INET(%d) nor
+# AF_INET6(%d)"; the cause is read from the family and from NCCL_SOCKET_IFNAME in the same inputs
+AF = "h2:1958:2011 [3] misc/socket.cc:815 NCCL WARN ncclSocketInit: connecting to address  with family {fam} is " \
+     "neither AF_INET(2) nor AF_INET6(10)\n"
+
+
+@pytest.mark.parametrize("before, fam, needle", [
+    ("h2:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens9\n", 59936, "NCCL_SOCKET_IFNAME=ens9"),
+    ("", 1, "AF_UNIX"),
+    ("", 33022, "interface never found, or different NCCL builds"),
+])
+def test_an_unreadable_peer_address_is_read_with_the_interface_setting(tmp_path, before, fam, needle):
+    assert needle in _one(_findings(tmp_path, before + AF.format(fam=fam)), "SIG427")["title"]
+
+
+BARRIER = ("[rank1]:[W911 14:02:40.1 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 1]  using GPU 0 to perform "
+           "barrier as devices used by this process are currently unknown. This can potentially cause a hang if this "
+           "rank to GPU mapping is incorrect.\n")
+HANG = ("[rank1]:[E911 14:12:40.8 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 "
+        "milliseconds before timing out.\n")
+
+
+def test_a_guessed_barrier_gpu_is_the_cause_only_when_a_collective_hung(tmp_path):
+    assert _one(_findings(tmp_path, BARRIER), "SIG388")["severity"] == "info"
+    found = _findings(tmp_path, BARRIER + HANG)
+    assert _one(found, "SIG388")["severity"] == "error" and found[0]["rule_id"] == "SIG388"
+
+
+ACC = ("The following values were not passed to `accelerate launch` and had defaults used instead:\n"
+       "\t`--num_processes` was set to a value of `1`\n")
+
+
+def test_one_accelerate_process_is_a_warning_where_the_inputs_list_several_gpus(tmp_path):
+    assert _one(_findings(tmp_path, ACC), "SIG456")["severity"] == "info"
+    gpus = "".join(f"GPU {i}: NVIDIA A100-SXM4-80GB (UUID: GPU-{i}a7e3b2c-8c44-2f19-b0a1-3c2d4e5f6a0{i})\n"
+                   for i in range(4))
+    f = _one(_findings(tmp_path, "$ nvidia-smi -L\n" + gpus + "$ accelerate launch train.py\n" + ACC), "SIG456")
+    assert f["severity"] == "warning" and "4 GPUs" in f["title"]
+
+
+@pytest.mark.parametrize("line, rule, needle", [
+    # Lightning device_parser._sanitize_gpu_ids
+    ("MisconfigurationException: You requested gpu: [0, 1]\n But your machine only has: []\n", "SIG454", "none"),
+    ("MisconfigurationException: You requested gpu: [0, 1, 2, 3]\n But your machine only has: [0]\n", "SIG454",
+     "more GPUs"),
+    # triton/runtime/cache.py put -> os.replace on a cache that is not writable
+    ("PermissionError: [Errno 13] Permission denied: '/tmp/torchinductor_alice/fx_graph_cache/ab/tmpx1'\n", "SIG455",
+     "not writable"),
+    ("OSError: [Errno 116] Stale file handle: '/home/bob/.triton/cache/9f2c/kernel.json'\n", "SIG455",
+     "shared or network"),
+    # aws-ofi-nccl "Request %p seq %d completed with error. RC: %d. Error: %d (%s). ..."
+    ("n0:1:2 [0] nccl_net_ofi_rdma.cpp:1973 NCCL WARN NET/OFI Request 0x7f45 seq 7 completed with error. RC: 103. "
+     "Error: 4124 (Unresponsive receiver (connection previously established) My host id: i-1). Completed length: 0\n",
+     "SIG457", "after the connection was established"),
+    ("n0:1:2 [0] nccl_net_ofi_rdma.cpp:1973 NCCL WARN NET/OFI Request 0x7f45 seq 0 completed with error. RC: 103. "
+     "Error: 4126 (Unresponsive receiver (reachable by EFA device but handshake failed) My host id: i-1). "
+     "Completed length: 0\n", "SIG457", "security group"),
+    # slurmstepd "*** %s ON %s CANCELLED AT %s DUE TO ... ***"
+    ("slurmstepd: error: *** JOB 771 ON gpu-03 CANCELLED AT 2025-02-01T10:00:00 DUE TO TIME LIMIT ***\n", "SIG458",
+     "time limit"),
+    ("slurmstepd: error: *** STEP 771.0 ON gpu-03 CANCELLED AT 2025-02-01T10:00:00 DUE TO NODE FAILURE ***\n",
+     "SIG458", "a node failed"),
+])
+def test_launcher_cache_and_fabric_messages_name_their_cause(tmp_path, line, rule, needle):
+    assert needle in _one(_findings(tmp_path, line), rule)["title"]
+
+
+def test_an_oom_inside_torch_load_is_reported_as_the_missing_map_location(tmp_path):
+    tb = ('Traceback (most recent call last):\n  File "train.py", line 40, in <module>\n'
+          '    ckpt = torch.load(args.resume)\n'
+          '  File "/opt/py/lib/python3.10/site-packages/torch/serialization.py", line 1014, in load\n'
+          '  File "/opt/py/lib/python3.10/site-packages/torch/serialization.py", line 187, in _cuda_deserialize\n'
+          '    return obj.cuda(device)\n'
+          'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of '
+          '79.15 GiB of which 20.06 MiB is free.\n')
+    found = _findings(tmp_path, tb)
+    assert found[0]["rule_id"] == "SIG459" and not any(f["rule_id"] == "SIG012" for f in found)

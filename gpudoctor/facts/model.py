@@ -294,6 +294,10 @@ class NcclLogFacts(_Model):
                                       description="host:pid -> the network its 'Using network' line named (IB, Socket)")
     gdr_disabled_hcas: list[str] = Field(default_factory=list)
     env_set: dict[str, str] = Field(default_factory=dict, description="'NCCL_X set by environment to Y' lines")
+    socket_interfaces: list[str] = Field(
+        default_factory=list, description="interfaces of the 'Bootstrap : Using' / 'NET/Socket : Using' lines, "
+                                          "e.g. ['bond0', 'bond0.2973']")
+    bootstrap_no_interface: bool = Field(False, description="a 'Bootstrap : Using' line that names no interface")
     warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")
     nranks: int | None = None
     nvls_channels: int | None = None

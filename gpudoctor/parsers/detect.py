@@ -160,6 +160,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
         SMI_L,
         re.compile(
             r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z"
+            # or, in a terminal capture of several commands, the list after its `$ nvidia-smi -L` prompt line
+            r"|^[^\n]*[$#][ \t]*(?:sudo[ \t]+)?nvidia-smi[ \t]+(?:-L|--list-gpus)[ \t]*\n[ \t]*GPU \d+: [^\n]*\(UUID: GPU-",
+            re.M,
         ),
     ),
     (P2P, re.compile(r"(?:cudaDeviceCanAccessPeer|can_device_access_peer)\(\s*\d+\s*,\s*\d+\s*\)")),

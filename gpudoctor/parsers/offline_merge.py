@@ -56,7 +56,8 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
             if getattr(n, name) is not None:
                 setattr(out, name, getattr(n, name))
         out.init_complete = out.init_complete or n.init_complete
-        for name in ("transports", "gdr_disabled_hcas"):
+        out.bootstrap_no_interface = out.bootstrap_no_interface or n.bootstrap_no_interface
+        for name in ("transports", "gdr_disabled_hcas", "socket_interfaces"):
             cur = getattr(out, name)
             cur += [x for x in getattr(n, name) if x not in cur]
         out.warnings += n.warnings[:max(0, MAX_WARN - len(out.warnings))]
@@ -97,6 +98,7 @@ def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
         if gb.pci_bus_id:
             by_bus[gb.pci_bus_id.lower()[-12:]] = gb  # 00000000:18:00.0 and 0000:18:00.0 compare equal
     unmatched: dict[str, int] = {}
+    named: set[str] = set()  # inputs whose unmatched rows name their GPU (uuid / bus id) the GPU list lacks
     attached = False
     for path, uuid, bus, proc in col.apps:
         g = by_uuid.get(uuid) if uuid else None
@@ -105,6 +107,8 @@ def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
             g = gpus[0]
         if g is None:
             unmatched[path] = unmatched.get(path, 0) + 1
+            if uuid or bus:
+                named.add(path)
             continue
         same = next((q for q in g.processes if q.pid == proc.pid), None)
         if same is not None:  # the same process from another input (the table and the CSV): one entry
@@ -115,7 +119,11 @@ def _attach_processes(snap: Snapshot, col: Collected, known: dict) -> None:
     if attached and "nvml.gpus" in known and "processes" not in known["nvml.gpus"]:
         known["nvml.gpus"] = sorted(set(known["nvml.gpus"]) | {"processes"})
     for inp in snap.inputs:
-        if inp.path in unmatched:
+        if inp.path in named:
+            inp.note = (f"{unmatched[inp.path]} process row(s) name GPUs (uuid / bus id) that no GPU list in the "
+                        "inputs has: pass `nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv` (or nvidia-smi "
+                        "-q) with it to place them")
+        elif inp.path in unmatched:
             inp.note = (f"{unmatched[inp.path]} process row(s) not attached to a GPU: add gpu_uuid or gpu_bus_id to "
                         f"--query-compute-apps, or pass the GPU list (nvidia-smi -L / --query-gpu) with it")
 

@@ -1,6 +1,7 @@
 """NCCL & environment rules on the *values* of variables that fail only at run time: NCL008
 (PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF that torch rejects at its first allocation) and NCL009 (NCCL_NET /
-NCCL_IB_HCA naming a network or HCA this host lacks). Tables: rules/alloc_conf.toml."""
+NCCL_IB_HCA naming a network or HCA this host lacks), NCL010 (launcher variables), NCL011 (NCCL_SOCKET_IFNAME against the
+interfaces NCCL selected). Tables: rules/alloc_conf.toml."""
 from __future__ import annotations
 
 from gpudoctor.compat import data
@@ -9,6 +10,8 @@ from gpudoctor.rules.engine import NotAssessed, rule
 from gpudoctor.rules.nccl_env import multi_node
 
 ALLOC_URL = "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+#: signatures of a failed NCCL socket connection (rules/signatures.toml): connect / accept / bootstrap errors
+SOCKET_FAILURES = frozenset({"SIG008", "SIG031", "SIG032", "SIG033", "SIG036"})
 BUILTIN_NETS = ("IB", "Socket")  # NCCL's internal network modules (NCCL env docs, NCCL_NET)
 
 
@@ -235,3 +238,44 @@ def nccl_list_problems(name: str, value: str) -> list[str]:
                 out.append(f"{tok.strip()!r} is not {what} NCCL knows "
                            f"({', '.join(NCCL_LIST_ELEMS[name])})")
     return out
+
+
+@rule("NCL011")
+def socket_ifname_matches(ctx):
+    """NCCL_SOCKET_IFNAME (the environment, or NCCL's 'set by environment' line) against the interfaces the NCCL log
+    says it selected ('Bootstrap : Using ...', 'NET/Socket : Using [0]bond0:... [1]bond0.2973:...'): a value without
+    '=' is a prefix (NCCL env docs), so 'bond0' also takes bond0.2973 and bond0:1 (VLANs, aliases, link-local only
+    sub-interfaces); a 'Bootstrap : Using' line naming nothing means the value matched no interface (NCCL 2.27 goes
+    on with an empty address, nccl#1837)."""
+    logs = ctx.snap.logs
+    nccl = logs.nccl if logs is not None else None
+    if nccl is None or not (nccl.socket_interfaces or nccl.bootstrap_no_interface):
+        raise NotAssessed("no 'Bootstrap : Using' / 'NET/Socket : Using' line of an NCCL_DEBUG=INFO log in the inputs")
+    env = ctx.snap.env.variables if ctx.snap.env is not None else {}
+    value = (env.get("NCCL_SOCKET_IFNAME") or nccl.env_set.get("NCCL_SOCKET_IFNAME") or "").strip()
+    if not value:
+        raise NotAssessed("NCCL_SOCKET_IFNAME is not set in the inputs (NCCL chose the interfaces itself)")
+    if nccl.bootstrap_no_interface and not nccl.socket_interfaces:
+        yield ctx.finding([f"NCCL_SOCKET_IFNAME={value}", "'Bootstrap : Using' names no interface: the value "
+                           "matched none of this host's interfaces, so NCCL had no address to give its peers"],
+                          severity="error", title=f"NCCL_SOCKET_IFNAME={value} matches no interface of this host",
+                          remedy="Set NCCL_SOCKET_IFNAME to an interface this host has (`ip -br addr`; a comma "
+                          "list or a prefix that exists on every node, or per node in /etc/nccl.conf), or unset it.",
+                          data={"value": value, "interfaces": []})
+        return
+    if value.startswith(("^", "=")):
+        return  # an exclusion list or an exact match: what it selects is what was asked
+    prefixes = [p.strip() for p in value.split(",") if p.strip()]
+    extra = [i for i in nccl.socket_interfaces if i not in prefixes and any(i.startswith(p) for p in prefixes)]
+    if extra:
+        failed = sorted({h.id for h in logs.signatures if h.id in SOCKET_FAILURES})
+        yield ctx.finding([f"NCCL_SOCKET_IFNAME={value}: NCCL selected {', '.join(nccl.socket_interfaces)}",
+                           f"{', '.join(extra)} only start with the name: NCCL reads the value as a prefix, so its "
+                           "connections can go over these (VLAN / alias / link-local only) interfaces too"]
+                          + ([f"socket connections failed in the same log ({', '.join(failed)}): over one of the "
+                              "extra interfaces, likeliest"] if failed else []),
+                          severity="error" if failed else "warning",
+                          title=f"NCCL_SOCKET_IFNAME={value} is a prefix: NCCL also selected {', '.join(extra[:3])}",
+                          remedy=f"Ask for the interface exactly: NCCL_SOCKET_IFNAME=={prefixes[0]} (two '='), or "
+                          f"exclude the others (NCCL_SOCKET_IFNAME=^{extra[0]}).",
+                          data={"value": value, "interfaces": nccl.socket_interfaces, "extra": extra})

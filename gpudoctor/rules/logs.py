@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gpudoctor.compat import data
 from gpudoctor.compat.versions import vtuple
 from gpudoctor.facts.findings import SEVERITY_ORDER
-from gpudoctor.parsers._text import size_bytes
+from gpudoctor.parsers._text import clip, size_bytes
 from gpudoctor.parsers.commands import docker_gpu_request
 from gpudoctor.parsers.hit_origin import describe
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, define, rule
@@ -199,11 +199,17 @@ def _when(expr: str, groups: dict[str, str]) -> bool:
     return {"<": a < b, ">": a > b, "==": a == b, "!=": a != b}[m.group(3)]
 
 
-def _case(entry: dict, groups: dict[str, str]) -> dict | None:
+def _case(entry: dict, groups: dict[str, str], env: dict[str, str] | None = None,
+          hit_ids: set[str] | frozenset[str] = frozenset(), gpus: int | None = None) -> dict | None:
     """The entry's first ``cases`` row that holds for this match: its named ``group``'s value (the errno, signal or
-    device set the message printed) fully matches its ``match`` regex (case-insensitive), and its ``when`` comparison
-    of two groups holds. That row's title / cause / remedy replace the entry's, since the value names the cause
-    (errno 113 is a firewall, not a server that is not listening)."""
+    device set the message printed) fully matches its ``match`` regex (case-insensitive), its ``when`` comparison
+    of two groups holds, and the variable it names in ``env`` is set in the inputs (``env``: the environment dump's
+    variables and NCCL's 'set by environment' lines, see :func:`_input_env`), and one of the signatures in its
+    ``hit`` matched too (``hit_ids``: a barrier warning followed by a hang is the hang's cause), and the inputs list
+    at least ``min_gpus`` GPUs (``gpus``: nvidia-smi / NVML's count, None when unknown). That row's title / cause / remedy
+    replace the entry's, since the value names the cause (errno 113 is a firewall, not a server that is not
+    listening); {VAR} in them is the variable's value."""
+    env = env or {}
     for c in entry.get("cases", ()):
         if "group" in c:
             value = " ".join((groups.get(c["group"]) or "").split())
@@ -213,8 +219,32 @@ def _case(entry: dict, groups: dict[str, str]) -> dict | None:
             continue
         if c.get("unless") and groups.get(c["unless"]):
             continue
+        if c.get("env") and not env.get(c["env"]):
+            continue
+        if c.get("hit") and not set(c["hit"]) & hit_ids:
+            continue
+        if c.get("min_gpus") and (gpus is None or gpus < c["min_gpus"]):
+            continue
+        if c.get("env") or c.get("min_gpus"):
+            values = _Blank({"gpus": str(gpus)} | ({c["env"]: clip(env[c["env"]], 80)} if c.get("env") else {}))
+            return {k: v.format_map(values) if k in ("title", "cause", "remedy") else v for k, v in c.items()}
         return c
     return None
+
+
+def _gpu_count(snap: Snapshot) -> int | None:
+    """GPUs the inputs list (nvidia-smi -L / -q / NVML), None when they list none."""
+    return len(snap.nvml.gpus) if snap.nvml is not None and snap.nvml.gpus else None
+
+
+def _input_env(snap: Snapshot) -> dict[str, str]:
+    """Environment variables the inputs show: an env dump's, then NCCL's 'NCCL_X set by environment to Y' lines."""
+    out = dict(snap.env.variables) if snap.env is not None else {}
+    logs = snap.logs
+    if logs is not None and logs.nccl is not None:
+        for k, v in logs.nccl.env_set.items():
+            out.setdefault(k, v)
+    return out
 
 
 def _suppressed(entry: dict, hit_ids: set[str], hits=()) -> tuple[bool, list[str]]:
@@ -252,7 +282,7 @@ def _register_signature(entry: dict) -> None:
                     return  # a follow-on: the cause's finding lists it
                 ev = [f"matched ({describe(hit)}):"] + [f"  {line}" for line in hit.lines]
                 concl = _conclusion(entry, hit.groups)
-                case = _case(entry, hit.groups)
+                case = _case(entry, hit.groups, _input_env(ctx.snap), hit_ids, _gpu_count(ctx.snap))
                 if case and case.get("cause"):
                     ev.insert(0, case["cause"])
                 if concl:
@@ -329,6 +359,9 @@ def xids(ctx):
             sev, action, blame = "warning", f"look up Xid {code} in NVIDIA's Xid catalogue", "unknown"
         if code == 154:  # the driver names the required action: it sets the severity and the fix
             sev, action = _recovery_action(events[-1].line, sev, action)
+        fixed = _driver_fix((entry or {}).get("driver_fixed", ()), ctx.snap)
+        if fixed is not None:  # a driver defect the release notes name: the driver, not the GPU, is to fix first
+            blame, action = "driver", f"update the driver to {fixed[0]} or later ({fixed[1]}); then " + action
         if blame == "GPU" and sev == "error" and "RMA" not in action:
             action = HARDWARE_LADDER[2].upper() + HARDWARE_LADDER[3:] if _ONLY_RESET.match(action) else \
                 action + HARDWARE_LADDER
@@ -347,6 +380,17 @@ def xids(ctx):
         yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
                           data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
                                 "follow_on": follow})
+
+
+def _driver_fix(rows, snap) -> tuple[str, str] | None:
+    """(first fixed release, note) of a ``driver_fixed`` row of rules/xid.toml whose branch is the driver's in the
+    inputs (nvidia-smi, /proc/driver/nvidia/version) and whose fix that driver predates; None otherwise."""
+    drv = snap.nvml.driver_version if snap.nvml is not None else None
+    have = vtuple(drv or "")
+    for branch, first, note in rows:
+        if have and str(have[0]) == branch and have < vtuple(first):
+            return first, f"driver {drv}: {note}"
+    return None
 
 
 #: what follows a GPU-blamed error Xid's own action (NVIDIA Xid catalogue, "Immediate action" / resolution bucket:
