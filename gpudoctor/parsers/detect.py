@@ -161,7 +161,8 @@ _RULES: list[tuple[str, re.Pattern]] = [
         re.compile(
             r"\AGPU \d+: [^\n]*\(UUID: GPU-[^\n]*\)\s*(?:\n\s*(?:GPU \d+: [^\n]*\(UUID: GPU-|MIG )[^\n]*)*\s*\Z"
             # or, in a terminal capture of several commands, the list after its `$ nvidia-smi -L` prompt line
-            r"|^[^\n]*[$#][ \t]*(?:sudo[ \t]+)?nvidia-smi[ \t]+(?:-L|--list-gpus)[ \t]*\n[ \t]*GPU \d+: [^\n]*\(UUID: GPU-",
+            r"|^[^\n]*[$#][ \t]*(?:sudo[ \t]+)?nvidia-smi[ \t]+(?:-L|--list-gpus)[ \t]*\n"
+            r"[ \t]*GPU \d+: [^\n]*\(UUID: GPU-",
             re.M,
         ),
     ),

@@ -1,7 +1,7 @@
 """NCCL & environment rules on the *values* of variables that fail only at run time: NCL008
 (PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF that torch rejects at its first allocation) and NCL009 (NCCL_NET /
-NCCL_IB_HCA naming a network or HCA this host lacks), NCL010 (launcher variables), NCL011 (NCCL_SOCKET_IFNAME against the
-interfaces NCCL selected). Tables: rules/alloc_conf.toml."""
+NCCL_IB_HCA naming a network or HCA this host lacks), NCL010 (launcher variables), NCL011 (NCCL_SOCKET_IFNAME against
+the interfaces NCCL selected). Tables: rules/alloc_conf.toml."""
 from __future__ import annotations
 
 from gpudoctor.compat import data

@@ -206,8 +206,8 @@ def _case(entry: dict, groups: dict[str, str], env: dict[str, str] | None = None
     of two groups holds, and the variable it names in ``env`` is set in the inputs (``env``: the environment dump's
     variables and NCCL's 'set by environment' lines, see :func:`_input_env`), and one of the signatures in its
     ``hit`` matched too (``hit_ids``: a barrier warning followed by a hang is the hang's cause), and the inputs list
-    at least ``min_gpus`` GPUs (``gpus``: nvidia-smi / NVML's count, None when unknown). That row's title / cause / remedy
-    replace the entry's, since the value names the cause (errno 113 is a firewall, not a server that is not
+    at least ``min_gpus`` GPUs (``gpus``: nvidia-smi / NVML's count, None when unknown). That row's title / cause /
+    remedy replace the entry's, since the value names the cause (errno 113 is a firewall, not a server that is not
     listening); {VAR} in them is the variable's value."""
     env = env or {}
     for c in entry.get("cases", ()):
