@@ -255,3 +255,36 @@ def test_an_oom_inside_torch_load_is_reported_as_the_missing_map_location(tmp_pa
           '79.15 GiB of which 20.06 MiB is free.\n')
     found = _findings(tmp_path, tb)
     assert found[0]["rule_id"] == "SIG459" and not any(f["rule_id"] == "SIG012" for f in found)
+
+
+@pytest.mark.parametrize("text, first, hidden", [
+    # local_elastic_agent.py (2.13) D-state watchdog, then the SIGKILL it sent
+    ("[default] Worker pid=48211 stuck in uninterruptible sleep (D-state) for 301.2s (>= 300.0s); marking worker "
+     "group UNHEALTHY and disabling restarts.\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+     "  exitcode  : -9 (pid: 48211)\n", "SIG464", "SIG047"),
+    # k8s-device-plugin health.go, then the pod that no longer fits
+    ("I1104 10:02:11.1 1 health.go:169] XidCriticalError: Xid=48 on Device=GPU-8c3f2a11; marking device as "
+     "unhealthy.\nWarning  FailedScheduling  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n",
+     "SIG467", "SIG406"),
+])
+def test_the_cause_leads_and_its_consequence_is_folded(tmp_path, text, first, hidden):
+    found = _findings(tmp_path, text)
+    assert found[0]["rule_id"] == first and not any(f["rule_id"] == hidden for f in found)
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY\n",
+     "ran out of memory"),
+    ("RuntimeError: Triton Error [CUDA]: invalid device context\n", "no current CUDA context"),
+])
+def test_a_driver_api_error_code_names_its_cause(tmp_path, line, needle):
+    assert needle in _one(_findings(tmp_path, line), "SIG057")["title"]
+
+
+def test_a_job_that_waited_for_ranks_never_started(tmp_path):
+    log = ("Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+           "slurmstepd: error: *** JOB 88123 ON gpu-07 CANCELLED AT 2024-11-04T18:02:11 DUE TO TIME LIMIT ***\n")
+    f = _one(_findings(tmp_path, log), "LOG011")
+    assert "never did" in f["evidence"][0] and f["data"]["missing"] == [1]
+    ok = _findings(tmp_path, "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\nEpoch 0: 100%\n")
+    assert not any(x["rule_id"] == "LOG011" for x in ok)

@@ -2,7 +2,8 @@
 ranks started twice and others never; parsers/launch_ranks.py reads Lightning's GLOBAL_RANK lines and torchrun's
 rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
 its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks), LOG009 (a hang on
-PCIe peer-to-peer), LOG010 (ranks timed out in different collectives)."""
+PCIe peer-to-peer), LOG010 (ranks timed out in different collectives), LOG011 (the job waited for ranks never
+started)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -239,3 +240,40 @@ def ranks_at_different_collectives(ctx):
               "collectives these never issued")
     yield ctx.finding(ev, subject=f"rank(s) {int_ranges(behind)}",
                       data={"groups": [{"seq": s, "op": op, "ranks": r} for (s, op), r in ordered]})
+
+
+#: signatures that mean the job was left waiting until something ended it: a collective or rendezvous timeout, a
+#: scheduler's cancel at the time limit (rules/signatures.toml)
+WAIT_SIGNATURES = HANG_SIGNATURES | frozenset({"SIG014", "SIG458"})
+
+
+@rule("LOG011")
+def ranks_never_announced(ctx):
+    """For each world of the launcher's rank lines (Lightning's 'GLOBAL_RANK: r, MEMBER: r+1/N', torchrun's
+    rendezvous result): fewer distinct ranks than the world size, none announced twice (that is LOG005), and the job
+    then waited until a timeout or the scheduler ended it. The launch started fewer processes than the world needs
+    (Slurm --ntasks below nodes x --ntasks-per-node, a stale NODE_RANK / WORLD_SIZE, nodes never started) -- or the
+    other nodes' logs are not among the inputs, which the finding says."""
+    logs = ctx.snap.logs
+    if logs is None or not logs.rank_announcements:
+        raise NotAssessed("no launcher rank lines (Lightning GLOBAL_RANK, torchrun rendezvous result) in the inputs")
+    waited = next((h for h in logs.signatures if h.id in WAIT_SIGNATURES), None)
+    if waited is None:
+        raise NotAssessed("the inputs show no wait (a timeout, a cancel at the time limit): a log of some ranks only "
+                          "is normal")
+    by_world: dict[int, Counter] = {}
+    for a in logs.rank_announcements:
+        by_world.setdefault(a.world_size, Counter())[a.rank] += 1
+    for world, counts in sorted(by_world.items()):
+        missing = sorted(set(range(world)) - set(counts))
+        if not missing or any(n > 1 for n in counts.values()):
+            continue
+        env = ctx.snap.env.variables if ctx.snap.env is not None else {}
+        slurm = [f"{k}={env[k]}" for k in ("SLURM_NTASKS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE") if k in env]
+        yield ctx.finding(
+            [f"world size {world}: only rank(s) {int_ranges(sorted(counts))} announced themselves, rank(s) "
+             f"{int_ranges(missing)} never did",
+             f"then: {waited.id} ({waited.lines[0][:160] if waited.lines else ''})",
+             "the ranks that started waited for the others: fewer processes were launched than the world size (if "
+             "these logs cover every node)"] + (["Slurm: " + ", ".join(slurm)] if slurm else []),
+            subject=f"world size {world}", data={"world_size": world, "announced": sorted(counts), "missing": missing})

@@ -2,9 +2,9 @@
 
 The order, within one severity (errors, then warnings, then notes):
 
-1. what the hardware or the kernel reported: an Xid that blames the GPU, the node, the fabric or a driver defect
-   first, then the kernel and nvidia-smi signatures (a GPU off the bus or a driver/library mismatch explains the CUDA
-   and NCCL errors above it; nvidia-smi failing to reach a GPU follows the Xid that took it);
+1. what the hardware or the kernel reported: an Xid that blames the GPU, the node, the fabric or a driver defect,
+   and the kernel signatures (a GPU off the bus or a driver/library mismatch explains the CUDA and NCCL errors above
+   it), then the nvidia-smi signatures (nvidia-smi failing to reach a GPU follows the Xid that took it);
 2. the findings of the fact rules (versions, settings, topology read from the dumps or probed live), and of the log
    rules that conclude from many lines (ranks started twice, hosts on different networks, ranks timed out in
    different collectives, a hang on PCIe peer-to-peer);
@@ -21,18 +21,19 @@ from __future__ import annotations
 from gpudoctor.facts.findings import SEVERITY_ORDER, Finding
 
 _HARDWARE_BLAME = frozenset({"GPU", "node", "fabric", "driver"})  # rules/xid.toml `blame` (driver: driver_fixed)
-_ROOT_FAMILIES = frozenset({"kernel", "nvidia-smi"})  # rules/signatures.toml `family`
+_KERNEL_FAMILIES = frozenset({"kernel"})  # rules/signatures.toml `family`
+_SMI_FAMILIES = frozenset({"nvidia-smi"})
 _ABOUT_THE_INPUTS = frozenset({"SIG000", "LOG000"})
 #: log rules that conclude from many lines (ranks, hosts, transports compared): they explain the signatures they see
-_CONCLUDING = frozenset({"LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010"})
+_CONCLUDING = frozenset({"LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010", "LOG011"})
 
 
 def _group(f: Finding) -> int:
     if f.rule_id in _ABOUT_THE_INPUTS:
         return 5
-    if f.data.get("blame") in _HARDWARE_BLAME:
+    if f.data.get("blame") in _HARDWARE_BLAME or f.data.get("family") in _KERNEL_FAMILIES:
         return 0
-    if f.data.get("family") in _ROOT_FAMILIES:
+    if f.data.get("family") in _SMI_FAMILIES:
         return 1
     if not f.rule_id.startswith(("SIG", "LOG")) or f.rule_id in _CONCLUDING:
         return 2
