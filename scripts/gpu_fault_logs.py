@@ -9,7 +9,10 @@ torch.save to a full device (/dev/full), FSDP with frozen and trainable paramete
 on the CPU, and a CUDA tensor from expandable segments sent to another process; and (2026-12-03, second run) torchrun
 starting two ranks on a one-GPU host, and a torchrun worker's out-of-memory from a script without its source (a .pyc);
 and (2026-12-03, third run) a host sync inside CUDA-graph capture, eigh of a NaN matrix, cholesky of a matrix that is
-not positive-definite, DDP of a module with no trainable parameter, of a lazy module, and of a module left on the CPU.
+not positive-definite, DDP of a module with no trainable parameter, of a lazy module, and of a module left on the CPU;
+and (2026-12-03, fourth run) torch.load of a GPU checkpoint into a full GPU, fully_shard of a scalar parameter, a
+DTensor mixed with a plain tensor, all_gather_into_tensor and all_to_all_single with sizes that do not fit the group,
+ncclCommInitRank with a rank past the rank count, and NCCL_SOCKET_IFNAME naming no interface (two ranks) or a prefix.
 Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
@@ -178,6 +181,71 @@ dist.init_process_group("nccl", rank=0, world_size=1); torch.cuda.set_device(0)
 torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8), device_ids=[0])
 """
 
+# added 2026-12-03 (fourth run): the signatures added that evening (SIG459-SIG463) on the real messages
+TORCH_LOAD_GPU_FULL = """
+import torch, os
+p = "/tmp/gd_fault_ckpt.pt"
+torch.save({"w": torch.ones(int(2e9), dtype=torch.uint8, device="cuda")}, p)  # 2 GB saved from cuda:0
+torch.cuda.empty_cache()  # the saved tensor's 2 GB back to the driver, so that the hog below takes them
+free, total = torch.cuda.mem_get_info()
+hog = torch.empty(free - (512 << 20), dtype=torch.uint8, device="cuda")  # leave 512 MiB
+torch.load(p)  # no map_location: the tensor goes back to cuda:0
+"""
+FSDP2_SCALAR = """
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29521")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.lin = torch.nn.Linear(8, 8); self.logit_scale = torch.nn.Parameter(torch.tensor(2.6))
+fully_shard(M().cuda())
+"""
+DTENSOR_MIXED = """
+import os, torch, torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import distribute_tensor, Shard
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29522")
+os.environ.setdefault("RANK", "0"); os.environ.setdefault("WORLD_SIZE", "1")
+mesh = init_device_mesh("cuda", (1,))
+w = distribute_tensor(torch.randn(8, 8, device="cuda"), mesh, [Shard(0)])
+freqs = torch.randn(8, 8, device="cuda")  # a buffer left out of the plan
+print(torch.mm(w, freqs))
+"""
+ALLGATHER_SIZE = """
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29523")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+inp = torch.ones(1024, device="cuda")
+out = torch.empty(8 * 1024, device="cuda")  # sized for 8 ranks, the group has 1
+dist.all_gather_into_tensor(out, inp)
+"""
+ALLTOALL_SPLITS = """
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29524")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+inp = torch.ones(6, 4, device="cuda"); out = torch.empty(6, 4, device="cuda")
+dist.all_to_all_single(out, inp, output_split_sizes=[6], input_split_sizes=[5])  # 5 != dim 0 (6)
+"""
+NCCL_INVALID_RANK = """
+import ctypes, torch  # torch loads the NCCL it was built with
+torch.cuda.init()
+lib = ctypes.CDLL("libnccl.so.2")
+class UID(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+uid = UID(); assert lib.ncclGetUniqueId(ctypes.byref(uid)) == 0
+comm = ctypes.c_void_p()
+rc = lib.ncclCommInitRank(ctypes.byref(comm), 2, uid, 5)  # rank 5 of a 2-rank communicator
+lib.ncclGetErrorString.restype = ctypes.c_char_p
+raise SystemExit(f"ncclCommInitRank failed: {lib.ncclGetErrorString(rc).decode()} (code {rc})")
+"""
+IFNAME_TWO_RANKS = """
+import os, torch, torch.distributed as dist
+torch.cuda.set_device(0)  # one GPU: both ranks on it (the bootstrap runs before any GPU check)
+dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
+dist.all_reduce(torch.ones(4, device="cuda")); torch.cuda.synchronize()
+"""
+
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
 FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -201,6 +269,12 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "ddp-module-without-grad": (["-c", DDP_NO_GRAD], {}),
     "ddp-lazy-module": (["-c", DDP_LAZY], {}),
     "ddp-module-on-cpu": (["-c", DDP_CPU_MODULE], {}),
+    "torch-load-gpu-full": (["-c", TORCH_LOAD_GPU_FULL], {}),
+    "fsdp2-scalar-param": (["-c", FSDP2_SCALAR], {}),
+    "dtensor-mixed-tensor": (["-c", DTENSOR_MIXED], {}),
+    "allgather-into-tensor-size": (["-c", ALLGATHER_SIZE], {}),
+    "all-to-all-split-sizes": (["-c", ALLTOALL_SPLITS], {}),
+    "nccl-invalid-rank": (["-c", NCCL_INVALID_RANK], {"NCCL_DEBUG": "WARN"}),
 }
 TIMEOUT_S = 120
 
@@ -259,6 +333,18 @@ def main() -> int:
     src.unlink()
     faults["torchrun-oom-no-source"] = ([py, "-m", "torch.distributed.run", "--nproc_per_node", "1",
                                          "--master_port", "29517", str(pyc)], {})
+    # added 2026-12-03 (fourth run): NCCL_SOCKET_IFNAME naming no interface with two ranks (both on the one GPU:
+    # NCCL's bootstrap runs before its device checks), and a prefix value (what 'NET/Socket : Using' lists)
+    ifn = out / "ifname_two_ranks.py"
+    ifn.write_text(IFNAME_TWO_RANKS)
+    faults["nccl-socket-ifname-none-two-ranks"] = (
+        [py, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29525", str(ifn)],
+        {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "nosuchif0", "TORCH_NCCL_TRACE_BUFFER_SIZE": "0"})
+    names = sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
+    real = [n for n in names if n != "lo"]
+    if real:
+        faults["nccl-socket-ifname-prefix"] = ([py, "-c", NCCL_ONE_RANK],
+                                               {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": real[0][:1]})
     only = set(sys.argv[2:])  # optional: run only these faults
     for name, (args, env) in faults.items():
         if only and name not in only:

@@ -48,7 +48,8 @@ def test_healthy_dumps_exit_0_and_mark_sources(fix):
     (b"   \n\n", "empty file"),
     (b"hello world\nthis is a shopping list\n", "unknown format"),
     (json.dumps({"schema_version": "99.0", "gpudoctor_version": "9", "created_at": "x"}).encode(), "newer than"),
-    (b"{not json", "not valid JSON"),
+    (b"{not json", "unknown format"),  # a brace alone does not make a report: text, and not a log either
+    (b'{"kind": "gpudoctor-report", "schema_version": "2.3", "snapshot": {"gpu', "not valid JSON"),  # a cut report
 ])
 def test_bad_input_is_one_line_exit_2_and_others_still_diagnosed(fix, tmp_path, content, expect):
     bad = tmp_path / "bad.dat"
@@ -142,3 +143,18 @@ def test_compute_apps_csv_with_no_process_is_not_a_bad_input(tmp_path):
     f.write_text("pid, process_name, used_gpu_memory [MiB]\n")
     code, out, err = run(f)
     assert code == 0 and "nothing could be read" not in err
+
+
+def test_the_report_is_never_written_over_an_input(tmp_path):
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    log = tmp_path / "train.log"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    for opt in ("--output", "--save"):
+        res = CliRunner().invoke(app, ["check", str(log), opt, str(log)])
+        assert res.exit_code == 2 and "is one of the inputs" in res.stderr
+        assert log.read_text().startswith("torch.OutOfMemoryError")
+    res = CliRunner().invoke(app, ["check", str(log), "--save", str(tmp_path / "r"), "-o", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "same file" in res.stderr

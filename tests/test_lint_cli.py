@@ -52,8 +52,12 @@ def test_text_output_and_exit_codes(proj: Path) -> None:
     assert missing.returncode == 2 and "nope.py: no such file" in missing.stdout + missing.stderr
     (proj / "broken.py").write_text("import torch\ndef f(:\n")
     assert gd("lint", "broken.py", cwd=proj).returncode == 2
-    (proj / "other.py").write_text("def f(:\n")  # never names torch: skipped unparsed (the fast path)
-    assert gd("lint", "other.py", cwd=proj).returncode == 0
+    sub = proj / "vendored"
+    sub.mkdir()
+    (sub / "other.py").write_text("def f(:\n")  # never names torch: in a folder, skipped unparsed (the fast path)
+    assert gd("lint", "vendored", cwd=proj).returncode == 0
+    named = gd("lint", "vendored/other.py", cwd=proj)  # named by the user: parsed, and its error said (never a pass)
+    assert named.returncode == 2 and "cannot parse" in named.stdout + named.stderr
     assert gd("lint", "train.py", "--select", "LNT999", cwd=proj).returncode == 2
 
 

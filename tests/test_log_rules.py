@@ -124,3 +124,17 @@ def test_compute_app_rows_with_bus_ids_and_no_gpu_list_say_what_to_add(tmp_path)
     snap, _ = build_snapshot([str(p)])
     note = next(i.note for i in snap.inputs if i.path.endswith("apps.csv"))
     assert "name GPUs" in note and "--query-gpu=index,pci.bus_id,uuid" in note
+
+
+def test_no_gpu_on_the_pci_bus_is_not_a_missing_driver():
+    from gpudoctor.facts.model import NvmlFacts, Snapshot
+    from gpudoctor.facts.topo_model import TopologyFacts
+
+    def drv(on_bus):
+        snap = Snapshot(gpudoctor_version="0", created_at="2026-12-03T00:00:00+00:00",
+                        nvml=NvmlFacts(available=False, error="NVMLError_LibraryNotFound: NVML Shared Library Not "
+                                                                "Found"),
+                        topology=TopologyFacts(nvidia_gpus_on_bus=on_bus))
+        return next(f for f in evaluate(snap).findings if f.rule_id == "DRV001")
+    assert drv(0).title.startswith("No NVIDIA GPU on this host") and "driver here would not help" in drv(0).remedy
+    assert not drv(2).title.startswith("No NVIDIA GPU") and not drv(None).title.startswith("No NVIDIA GPU")

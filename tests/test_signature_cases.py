@@ -288,3 +288,35 @@ def test_a_job_that_waited_for_ranks_never_started(tmp_path):
     assert "never did" in f["evidence"][0] and f["data"]["missing"] == [1]
     ok = _findings(tmp_path, "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\nEpoch 0: 100%\n")
     assert not any(x["rule_id"] == "LOG011" for x in ok)
+
+
+def test_an_ipv6_bind_failure_before_the_store_starts_on_ipv4_is_not_an_error(tmp_path):
+    # c10d socket.cpp: one "The server socket has failed to bind to {} {}." per address tried, IPv6 first
+    for errno, reason in ((97, "Address family not supported by protocol"), (99, "Cannot assign requested address")):
+        found = _findings(tmp_path, f"[W1203 10:00:02.1 1 socket.cpp:752] [c10d] The server socket has failed to "
+                                    f"bind to [::]:29500 (errno: {errno} - {reason}).\nstep 10 loss 0.52\n")
+        assert _one(found, "SIG470")["severity"] == "info" and not any(f["rule_id"] == "SIG040" for f in found)
+    busy = _findings(tmp_path, "[W socket.cpp:752] [c10d] The server socket has failed to bind to [::]:29500 "
+                               "(errno: 98 - Address already in use).\n")
+    assert _one(busy, "SIG040")["severity"] == "error"
+
+
+@pytest.mark.parametrize("text", [
+    "{'loss': 2.3012, 'grad_norm': 4.113, 'learning_rate': 4.9e-05, 'epoch': 0.1}\n",  # HF Trainer's metrics dict
+    '{\n  "train_batch_size": 64,\n  "zero_optimization": {"stage": 3}\n}\n',  # a DeepSpeed config echoed first
+    '{"event": "start", "rank": 0}\nplain stderr line\n',  # JSON lines mixed with plain output
+])
+def test_a_log_that_begins_with_a_brace_is_read_as_text(tmp_path, text):
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of " \
+          "79.15 GiB of which 1.06 GiB is free.\n"
+    assert _one(_findings(tmp_path, text + oom), "SIG012")
+
+
+def test_nul_runs_of_a_crashed_node_log_do_not_make_it_binary(tmp_path):
+    p = tmp_path / "node.log"
+    p.write_bytes(b"step 100 loss 0.5\n" + b"\x00" * 20000 + b"\ntorch.OutOfMemoryError: CUDA out of memory. "
+                  b"Tried to allocate 2.00 GiB.\n" + b"\x00" * 4096)
+    res = runner.invoke(app, ["check", str(p), "--format", "json"])
+    assert res.exit_code == 1 and any(f["rule_id"] == "SIG012" for f in json.loads(res.stdout)["findings"])
+    p.write_bytes(b"\x00\x01\x02\x03\xff\xfe" * 2000)
+    assert runner.invoke(app, ["check", str(p)]).exit_code == 2

@@ -253,6 +253,9 @@ def check(
     log is read reports what was read so far and exits 130.
     """
     out = output_spec(fmt, json_out, output)
+    clash = _written_input(paths, [("--save", save), ("--output", output)])
+    if clash:
+        raise fail(clash)
     from gpudoctor.pipeline.check import run_check
 
     result = run_check(paths, jobs)
@@ -274,6 +277,27 @@ def check(
         sys.stderr.write(f"gpudoctor: {result.interrupted}; reporting what was read\n")
         _emit_partial(result.report, out, save, verbose, fail_on)
     emit(result.report, out, save, verbose, fail_on, input_errors=result.errors)
+
+
+def _written_input(paths: list[str], targets: list[tuple[str, str | None]]) -> str | None:
+    """Why the report must not be written where asked: a --save / --output file that is one of the inputs (the
+    user's log would be replaced by the report), or --save and --output naming one file. None when fine."""
+    def same(a: str, b: str) -> bool:
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return os.path.abspath(a) == os.path.abspath(b)
+
+    given = [(opt, t) for opt, t in targets if t and t != "-"]
+    for opt, target in given:
+        if not os.path.exists(target) or os.path.isdir(target):
+            continue
+        for p in paths:
+            if p != "-" and os.path.isfile(p) and same(p, target):
+                return f"{opt} {target} is one of the inputs: writing the report there would replace it"
+    if len(given) == 2 and same(given[0][1], given[1][1]):
+        return f"--save and --output name the same file ({given[0][1]}): give each its own"
+    return None
 
 
 @app.command()

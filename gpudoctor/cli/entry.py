@@ -61,8 +61,22 @@ def sigterm_as_sigint() -> None:
         pass
 
 
+def tolerant_streams() -> None:
+    """Let stdout / stderr that cannot encode the report's marks (an ASCII locale with UTF-8 mode off, or
+    PYTHONIOENCODING=ascii) print '?' for them instead of failing with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        enc = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "✓✗·→—".encode(enc)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="replace")
+
+
 def main() -> None:
     sigterm_as_sigint()
+    tolerant_streams()
     early_torch_probe(sys.argv[1:])
     from gpudoctor.cli.app import main as app_main
 

@@ -203,6 +203,9 @@ class TopologyFacts(_Model):
     pcie: list[PcieDevice] = Field(default_factory=list)
     paths: list[PciePath] = Field(default_factory=list)
     lspci_available: bool | None = Field(None, description="None = not tried (e.g. a text dump)")
+    nvidia_gpus_on_bus: int | None = Field(
+        None, description="NVIDIA display-class functions (vendor 0x10de, class 03xx) under /sys/bus/pci/devices, "
+                          "whatever the driver says; None = the bus was not read (a text dump, an unreadable sysfs)")
     iommu: IommuFacts | None = None
     ib_present: bool | None = Field(None, description="/sys/class/infiniband exists with devices; None = unknown")
     ib_ports: list[IbPort] = Field(default_factory=list)

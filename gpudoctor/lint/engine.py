@@ -56,13 +56,17 @@ def inline_ignores(source: str) -> dict[int, set[str] | None]:
     return out
 
 
-def lint_source(source: str, path: str, rules: Iterable[LintSpec] | None = None) -> list[LintFinding]:
+def lint_source(source: str, path: str, rules: Iterable[LintSpec] | None = None,
+                named: bool = True) -> list[LintFinding]:
     """Findings for one file's text (SyntaxError propagates). Nothing is imported or run.
 
     Fast path: every rule needs a name imported from ``torch`` (so the word "torch" in the text), except
     LNT010, which needs an ``"NCCL_..."`` string, and LNT011, which needs a ``.backward()`` call; a file with
-    none of the three words cannot give a finding and is not parsed."""
+    none of the three words cannot give a finding and is not parsed -- unless it was ``named`` by the user (not
+    found in a folder): then it is still parsed, so that a file that is not Python is an error, never a pass."""
     if "torch" not in source and "NCCL_" not in source and "backward" not in source:
+        if named:
+            ast.parse(source, filename=path)
         return []
     tree = ast.parse(source, filename=path)
     ctx = FileContext(path, source, tree)
@@ -111,8 +115,8 @@ def discover(paths: Iterable[str]) -> Iterator[str]:
             yield p
 
 
-def _one(job: tuple[str, tuple[str, ...]]) -> tuple[list[LintFinding], str | None]:
-    path, ignore = job
+def _one(job: tuple[str, tuple[str, ...], bool]) -> tuple[list[LintFinding], str | None]:
+    path, ignore, named = job
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -121,7 +125,7 @@ def _one(job: tuple[str, tuple[str, ...]]) -> tuple[list[LintFinding], str | Non
         return [], f"{path}: cannot read: {exc}"
     rules = [s for s in load().values() if s.id not in ignore]
     try:
-        return lint_source(source, path, rules), None
+        return lint_source(source, path, rules, named=named), None
     except (SyntaxError, ValueError, RecursionError) as exc:
         return [], f"{path}: cannot parse: {exc}"
 
@@ -132,7 +136,7 @@ def lint_paths(paths: list[str], select: set[str] | None = None, ignore: set[str
     that many worker processes (worth it only on large trees: see docs/lint.md)."""
     specs = load()
     result = LintResult()
-    work: list[tuple[str, tuple[str, ...]]] = []
+    work: list[tuple[str, tuple[str, ...], bool]] = []
     for p in paths:
         if not os.path.exists(p):
             result.errors.append(f"{p}: no such file or directory")
@@ -145,7 +149,7 @@ def lint_paths(paths: list[str], select: set[str] | None = None, ignore: set[str
                 for e in cfg.get("exclude", [])]
         for f in discover([p]):
             if not any(os.path.normpath(f).startswith(e) for e in excl):
-                work.append((f, tuple(sorted(i.upper() for i in ign))))
+                work.append((f, tuple(sorted(i.upper() for i in ign)), not os.path.isdir(p)))
     result.files = len(work)
     if jobs > 1 and len(work) > 200:
         from concurrent.futures import ProcessPoolExecutor

@@ -41,9 +41,15 @@ _GD_FORMAT = re.compile(r"<testsuites [^>]*name=\"gpudoctor\"|^# (?:HELP|TYPE) g
                         r"|^\S+:\d+:\d+ LNT\d{3} ", re.M)
 
 
-def _json_kind(text: str) -> str:
+#: what a gpudoctor JSON document holds near its start (a broken one is still ours: the loader names the error)
+_GD_JSON_MARK = re.compile(r'"(?:schema_version|gpudoctor_version)"\s*:|"kind"\s*:\s*"gpudoctor')
+
+
+def _json_kind(text: str) -> str | None:
     """What a text that starts with '{' is: a scan report / snapshot (JSON), another gpudoctor JSON output, a probe
-    stream (one JSON object a line) or some other JSON."""
+    stream (one JSON object a line) or some other JSON; None when it is not JSON at all but a log that begins with a
+    brace (a metrics dict such as HF Trainer's {'loss': ...}, a config echoed before the output, JSON lines mixed
+    with plain stderr): that is read as text."""
     try:
         doc = json.loads(text)
     except ValueError:
@@ -51,7 +57,8 @@ def _json_kind(text: str) -> str:
         try:
             objs = [json.loads(x) for x in lines[:50]]
         except ValueError:
-            return JSON  # broken JSON: the report loader names the error
+            # broken JSON of ours (a cut report): the report loader names the error; anything else is text
+            return JSON if _GD_JSON_MARK.search(text[:4096]) else None
         if len(objs) > 1 and all(isinstance(o, dict) for o in objs):
             return GD_STREAM if all("t" in o for o in objs) else OTHER_JSON
         return JSON
@@ -271,7 +278,9 @@ def detect(text: str) -> list[str]:
     """The formats found in ``text`` (see the module constants), in a stable order; [] when none."""
     text = text.replace("\ufeff", "")  # a byte-order mark (Windows editors) hides the first line from ^ and \\A
     if text.lstrip().startswith("{"):  # a gpudoctor report or snapshot is a JSON object
-        return [_json_kind(text.strip())]
+        kind = _json_kind(text.strip())
+        if kind is not None:
+            return [kind]
     if _GD_HEADER.search(text):
         return [GD_TEXT]
     if _gate(text, "cvc") and _GD_CVC.search(text):
@@ -303,13 +312,16 @@ def detect(text: str) -> list[str]:
 LOG_LIKE_CHARS = 1 << 16
 #: what makes unrecognised text a log: an error word in any form ("NCCL error in:", "unhandled system error"),
 #: or the line furniture of a log: a timestamp, a level ("| INFO |", "INFO:", "[W", glog "W1203 12:00:00"), a
-#: source location ("socket.cpp:464", "dataloader.py:1133"), a torchrun rank prefix
+#: source location ("socket.cpp:464", "dataloader.py:1133"), a torchrun rank prefix, or a training run's own output:
+#: a metric with its value ("loss 0.52", "'loss': 2.30", "epoch=3"), a tqdm progress bar ("100%|####| 782/782")
 _LOG_LIKE = re.compile(
     r"(?i:\berrors?\b|\bfail(?:ed|ure|s)?\b|\bwarn(?:ing)?\b|exception|traceback|\bkilled\b|\babort|segmentation "
     r"fault|core dumped|timed? ?out\b)"
     r"|^\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|\[?[IWEF]\d{4} \d\d:\d\d)"
     r"|(?:^|\s|\[)(?:INFO|DEBUG|WARNING|ERROR|CRITICAL)(?:\s*\||:|\]|\s)"
-    r"|\b\w+\.(?:py|cpp|cc|cu|c|h|hpp):\d+\b|^\[(?:rank|default)\d+\]:",
+    r"|\b\w+\.(?:py|cpp|cc|cu|c|h|hpp):\d+\b|^\[(?:rank|default)\d+\]:"
+    r"|(?i:\b(?:loss|epoch|step|iter(?:ation)?|learning_rate|grad_norm)\b['\"]?\s*[:=]?\s*-?\d)"
+    r"|\b\d{1,3}%\|[^\n|]{0,80}\|\s*\d+/\d+",
     re.M,
 )
 

@@ -147,15 +147,11 @@ def read_text(path: str) -> str:
         raise InputError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; give the relevant part of the output")
     if not raw.strip():
         raise InputError(f"{path}: empty file")
-    head = raw[:8192]
-    if b"\x00" in head:
+    from gpudoctor.parsers import stream
+
+    if stream.is_binary(raw):
         raise InputError(f"{path}: binary file, not a text dump or log")
-    text = raw.decode("utf-8", "replace")
-    sample = text[:8192]
-    bad = sum(1 for c in sample if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x1b\x0c"))
-    if bad > max(8, len(sample) // 20):
-        raise InputError(f"{path}: binary file, not a text dump or log")
-    return text
+    return stream.drop_nuls(raw.decode("utf-8", "replace"))
 
 
 ANOTHER_REPORT = "another saved gpudoctor report"

@@ -81,15 +81,32 @@ def open_binary(path: str) -> IO[bytes]:
     return cast(IO[bytes], raw)
 
 
+def is_binary(raw: bytes) -> bool:
+    """Whether the first 8 KiB of an input are not text: more than 1 in 20 characters undecodable or control
+    characters. NUL bytes are left out first: a log of a node that crashed or was reset holds runs of NULs (the
+    file system's preallocated tail, an unwritten page) between readable lines, and its lines are what matters."""
+    head = raw[:8192].replace(b"\x00", b"")
+    if not head.strip():
+        return b"\x00" in raw[:8192]  # nothing but NULs (and blanks) at the start
+    text = head.decode("utf-8", "replace")
+    bad = sum(1 for c in text if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x1b\x0c"))
+    return bad > max(min(8, len(text) // 4), len(text) // 20)  # a few stray control characters in a long text
+
+
+_NULS = re.compile("\x00+")
+
+
+def drop_nuls(text: str) -> str:
+    """``text`` with each run of NUL characters made a line break (see :func:`is_binary`)."""
+    return _NULS.sub("\n", text) if "\x00" in text else text
+
+
 def _check_start(raw: bytes, sample: str, path: str) -> None:
     """Raise InputError when the input's first bytes (``sample``: their text) are empty or binary."""
-    if not raw.strip():
-        raise InputError(f"{display_name(path)}: empty file")
-    if b"\x00" in raw[:8192]:
-        raise InputError(f"{display_name(path)}: binary file, not a text dump or log")
-    head = sample[:8192]
-    bad = sum(1 for c in head if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x1b\x0c"))
-    if bad > max(8, len(head) // 20):
+    if not raw.replace(b"\x00", b"").strip():
+        raise InputError(f"{display_name(path)}: empty file" if b"\x00" not in raw[:8192]
+                         else f"{display_name(path)}: binary file, not a text dump or log")
+    if is_binary(raw):
         raise InputError(f"{display_name(path)}: binary file, not a text dump or log")
 
 
@@ -99,7 +116,7 @@ def _decode(raw: bytes, path: str, first: bool) -> str:
     text = raw.decode("utf-8", "replace")
     if first:
         _check_start(raw, text, path)
-    return text
+    return drop_nuls(text)
 
 
 def _sample(raw: bytes) -> str:
@@ -239,7 +256,7 @@ def parse_chunk(parse_file: ParseFile, col_type: type, name: str, source: bytes 
     raw = source if isinstance(source, bytes) else _read_span(*source)
     col = col_type()
     with chunk_pool.no_gc():
-        err = parse_file(name, raw.decode("utf-8", "replace"), col, _log_kinds(raw, kinds))
+        err = parse_file(name, drop_nuls(raw.decode("utf-8", "replace")), col, _log_kinds(raw, kinds))
     return err, col, raw.count(b"\n"), len(raw)
 
 
@@ -274,7 +291,8 @@ class _Progress:
         """An in-order chunk, parsed into the collector itself (after every chunk before it was merged)."""
         self.col.line_base = self.lines
         with chunk_pool.no_gc():
-            self.errors.append(parse_file(name, raw.decode("utf-8", "replace"), self.col, _log_kinds(raw, kinds)))
+            self.errors.append(parse_file(name, drop_nuls(raw.decode("utf-8", "replace")), self.col,
+                                          _log_kinds(raw, kinds)))
         self.col.line_base = 0
         self.lines += raw.count(b"\n")
         self.bytes += len(raw)

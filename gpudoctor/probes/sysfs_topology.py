@@ -153,6 +153,14 @@ def list_pci(roots: Roots) -> list[str] | None:
     return None if names is None else [x for x in names if BDF_RE.match(x)]
 
 
+def nvidia_gpu_function(roots: Roots, bdf: str) -> bool:
+    """Whether PCI function ``bdf`` is an NVIDIA GPU: vendor 0x10de, class 03xx (display controller)."""
+    d = roots.s("bus", "pci", "devices", bdf)
+    vendor = (read_text(os.path.join(d, "vendor")) or "").lower()
+    code = (read_text(os.path.join(d, "class")) or "").lower().replace("0x", "")
+    return vendor == "0x10de" and code.startswith("03")
+
+
 def collect_pcie(
     roots: Roots, gpu_bdfs: dict[str, int], nic_bdfs: dict[str, str]
 ) -> tuple[list[PcieDevice], list[PciePath]]:
@@ -162,10 +170,7 @@ def collect_pcie(
     for bdf in list_pci(roots) or []:
         if bdf in gpu_bdfs or bdf in nic_bdfs:
             continue
-        d = roots.s("bus", "pci", "devices", bdf)
-        vendor = (read_text(os.path.join(d, "vendor")) or "").lower()
-        code = (read_text(os.path.join(d, "class")) or "").lower().replace("0x", "")
-        if vendor == "0x10de" and code.startswith("03"):  # GPUs NVML did not report (NVML down) still get a path
+        if nvidia_gpu_function(roots, bdf):  # GPUs NVML did not report (NVML down) still get a path
             gpu_bdfs[bdf] = -1
     targets = [
         (bdf, f"GPU{i}" if i >= 0 else f"GPU {bdf}")

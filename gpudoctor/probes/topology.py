@@ -48,6 +48,7 @@ from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     _speed_gts,
     _state,
     acs_from_config,
+    nvidia_gpu_function,
     collect_ib,
     collect_iommu,
     collect_net,
@@ -241,8 +242,11 @@ def probe_topology(opts=None, roots: Roots | None = None, run: Runner = run_cmd,
             nic_bdfs.setdefault(n.pci_bus_id, n.name)
     # 4. sysfs PCIe paths (+ lspci)
     facts.pcie, facts.paths = collect_pcie(roots, gpu_bdfs, nic_bdfs)
-    if not facts.paths and (list_pci(roots) is None or not os.path.isdir(roots.s("bus", "pci", "devices"))):
+    on_bus = list_pci(roots)
+    if not facts.paths and (on_bus is None or not os.path.isdir(roots.s("bus", "pci", "devices"))):
         facts.errors["pcie"] = f"{roots.s('bus', 'pci', 'devices')} not readable"
+    elif on_bus:  # a bus with devices on it was read: how many of them are NVIDIA GPUs (0 says there is none here)
+        facts.nvidia_gpus_on_bus = sum(1 for b in on_bus if nvidia_gpu_function(roots, b))
     if which("lspci"):
         res = run(["lspci", "-vvv"], timeout=tool_timeout)
         facts.lspci_available = True

@@ -47,6 +47,17 @@ def no_driver(ctx):
         err = (nv.error or "").lower()
         mismatch = "mismatch" in err
         title, remedy = next((v for k, v in BY_NVML_ERROR.items() if k in err), (None, None))
+        topo = ctx.snap.topology
+        if topo is not None and topo.nvidia_gpus_on_bus == 0 and not nv.kernel_module and not mismatch:
+            yield ctx.finding([f"NVML: {nv.error or 'unavailable'}", "/sys/bus/pci/devices: no NVIDIA GPU (vendor "
+                               "0x10de, display class) among this host's PCI devices"],
+                              title="No NVIDIA GPU on this host (none on its PCI bus), so no driver either",
+                              remedy="Run on a machine with an NVIDIA GPU: a GPU node or instance type (Slurm "
+                              "--gres=gpu:N / --gpus, a Kubernetes nvidia.com/gpu request); in a VM, pass a GPU "
+                              "through to it. Installing a driver here would not help.",
+                              data={"nvml_error": nv.error, "kernel_module": nv.kernel_module,
+                                    "nvidia_gpus_on_bus": 0})
+            return
         yield ctx.finding([f"NVML: {nv.error or 'unavailable'}", f"/proc/driver/nvidia/version: {module}"],
                           remedy=MISMATCH_FIX if mismatch else remedy, title=title,
                           data={"nvml_error": nv.error, "kernel_module": nv.kernel_module})

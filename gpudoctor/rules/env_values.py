@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpudoctor.compat import data
 from gpudoctor.compat.versions import vtuple
-from gpudoctor.rules.engine import NotAssessed, rule
+from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 from gpudoctor.rules.nccl_env import multi_node
 
 ALLOC_URL = "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
@@ -247,6 +247,8 @@ def socket_ifname_matches(ctx):
     '=' is a prefix (NCCL env docs), so 'bond0' also takes bond0.2973 and bond0:1 (VLANs, aliases, link-local only
     sub-interfaces); a 'Bootstrap : Using' line naming nothing means the value matched no interface (NCCL 2.27 goes
     on with an empty address, nccl#1837)."""
+    if not ctx.snap.inputs:
+        raise NotApplicable("a live scan reads no NCCL log: pass one to `gpudoctor check`")
     logs = ctx.snap.logs
     nccl = logs.nccl if logs is not None else None
     if nccl is None or not (nccl.socket_interfaces or nccl.bootstrap_no_interface):

@@ -65,12 +65,14 @@ def ecc(ctx):
     for g in ctx.gpus_known(
         "ecc_uncorrected_volatile", skip=lambda g: "ECC disabled" if g.ecc_mode_current is False else None
     ):
-        vol, agg = g.ecc_uncorrected_volatile, g.ecc_uncorrected_aggregate or 0  # aggregate: history, when known
+        known_agg = g.ecc_uncorrected_aggregate  # the GPU's history: None when the input has no such column
+        vol, agg = g.ecc_uncorrected_volatile, known_agg or 0
         if vol > 0:
             yield ctx.finding(
-                [f"GPU {g.index}: {vol} uncorrected ECC errors since the driver loaded (aggregate {agg})"],
+                [f"GPU {g.index}: {vol} uncorrected ECC errors since the driver loaded "
+                 + (f"(aggregate {known_agg})" if known_agg is not None else "(aggregate not in the inputs)")],
                 subject=f"GPU {g.index}",
-                data={"volatile": vol, "aggregate": agg},
+                data={"volatile": vol, "aggregate": known_agg},
             )
         elif agg > 0:
             yield ctx.finding(

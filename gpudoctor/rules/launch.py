@@ -12,10 +12,17 @@ from gpudoctor.parsers._text import int_ranges
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 
+def _offline(ctx) -> None:
+    """These rules read logs given to `gpudoctor check`: a live scan has none (not applicable, as the signatures)."""
+    if not ctx.snap.inputs:
+        raise NotApplicable("a live scan reads no logs: pass them to `gpudoctor check`")
+
+
 @rule("LOG005")
 def duplicate_ranks(ctx):
     """Counts each world's announced global ranks: some announced more than once while others never were (so not
     a restart, which announces every rank again)."""
+    _offline(ctx)
     logs = ctx.snap.logs
     if logs is None or not logs.rank_announcements:
         raise NotAssessed("no launcher rank lines (Lightning GLOBAL_RANK, torchrun rendezvous result) in the inputs")
@@ -42,6 +49,7 @@ def comm_init_missing_ranks(ctx):
     """For each NCCL communicator of the log (its Init START lines, NCCL 2.17+): fires when no rank completed its
     initialisation and fewer ranks started it than the communicator has, and no NCCL WARN says the ranks that did
     start failed instead of waiting."""
+    _offline(ctx)
     logs = ctx.snap.logs
     nccl = logs.nccl if logs is not None else None
     if nccl is None or not nccl.comms:
@@ -85,6 +93,7 @@ def nccl_tests_busbw_low(ctx):
     judge_min_size_bytes of rules/confirm.toml) against the NVLink line rate of its GPUs (NVML's active links, else
     the model's link count x the generation's per-link rate) x nvlink_min_fraction (0.6), as CNF003 judges
     gpudoctor's own all-reduce. Multi-node runs (bound by the NICs) and PCIe-only GPUs are not assessed."""
+    _offline(ctx)
     from gpudoctor.compat import data
     from gpudoctor.facts.units import fmt_size
 
@@ -142,6 +151,7 @@ def hosts_on_different_networks(ctx):
     the processes of one node choose alike, so a job whose processes disagree has nodes that cannot connect (ranks on
     IB cannot talk to ranks on sockets) or run at the speed of the slowest. Grouped by host, or by process when the
     host names are the same (an anonymised paste)."""
+    _offline(ctx)
     logs = ctx.snap.logs
     nccl = logs.nccl if logs is not None else None
     if nccl is None or len(nccl.host_nets) < 2:
@@ -156,7 +166,8 @@ def hosts_on_different_networks(ctx):
         return
     ev = [f"{net}: {', '.join(hosts[:8])}" + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
           for net, hosts in sorted(by_net.items(), key=lambda kv: -len(kv[1]))]
-    odd = min(by_net.values(), key=len)
+    # the side to fix: the processes that fell back to sockets when others use a faster network; else the fewer
+    odd = by_net["Socket"] if "Socket" in by_net else min(by_net.values(), key=len)
     yield ctx.finding(ev + ["NCCL picks the network on each node on its own: the nodes in the smaller group could "
                             "not use the others' network (IB missing or disabled there)"],
                       subject=", ".join(odd[:8]), data={"by_network": by_net})
@@ -199,6 +210,7 @@ def p2p_hang(ctx):
     use PCIe peer-to-peer ('via P2P/IPC', 'P2P/CUMEM', 'P2P/direct pointer') between GPUs without NVLink (topo -m) or
     on GeForce / RTX boards: the classic cause is P2P that the platform reports but does not carry (ACS redirection or
     an IOMMU on the PCIe path, a VM, consumer GPUs with drivers that enable P2P they cannot do)."""
+    _offline(ctx)
     logs = ctx.snap.logs
     nccl = logs.nccl if logs is not None else None
     if nccl is None or not nccl.transports:
@@ -221,6 +233,7 @@ def ranks_at_different_collectives(ctx):
     waiting for the same thing. The rank(s) at the lowest sequence number are behind: the others wait in a collective
     those never reached (a rank stuck, slow, or on another code path: uneven batches, data-dependent branches, a
     backward skipped under FSDP / ZeRO-3)."""
+    _offline(ctx)
     logs = ctx.snap.logs
     events = logs.collective_timeouts if logs is not None else []
     if not events:
@@ -254,6 +267,7 @@ def ranks_never_announced(ctx):
     then waited until a timeout or the scheduler ended it. The launch started fewer processes than the world needs
     (Slurm --ntasks below nodes x --ntasks-per-node, a stale NODE_RANK / WORLD_SIZE, nodes never started) -- or the
     other nodes' logs are not among the inputs, which the finding says."""
+    _offline(ctx)
     logs = ctx.snap.logs
     if logs is None or not logs.rank_announcements:
         raise NotAssessed("no launcher rank lines (Lightning GLOBAL_RANK, torchrun rendezvous result) in the inputs")
