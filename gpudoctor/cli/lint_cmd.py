@@ -60,8 +60,8 @@ def lint(
     jobs: int = typer.Option(0, "--jobs", "-j", min=0, max=64, help="Worker processes for trees of over 200 "
                                                                       "files (0: one per CPU core)."),
 ):
-    """Check training scripts for the distributed-training pitfalls (LNT001-LNT019, `gpudoctor rules`): static, nothing is
-    imported or run."""
+    """Check training scripts for the distributed-training pitfalls (LNT001-LNT019, `gpudoctor rules`): static,
+    nothing is imported or run."""
     from gpudoctor.lint import engine, output
     from gpudoctor.lint.model import SEVERITY_ORDER
 

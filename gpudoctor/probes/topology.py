@@ -48,7 +48,6 @@ from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     _speed_gts,
     _state,
     acs_from_config,
-    nvidia_gpu_function,
     collect_ib,
     collect_iommu,
     collect_net,
@@ -56,6 +55,7 @@ from gpudoctor.probes.sysfs_topology import (  # noqa: F401 (re-exported)
     collect_peermem,
     list_pci,
     merge_lspci,
+    nvidia_gpu_function,
     pci_path,
     read_pci_device,
 )

@@ -388,7 +388,8 @@ def _driver_fix(rows, snap) -> tuple[str, str] | None:
     drv = snap.nvml.driver_version if snap.nvml is not None else None
     have = vtuple(drv or "")
     for branch, first, note in rows:
-        if have and str(have[0]) == branch and have < vtuple(first):
+        fixed_in = vtuple(first)
+        if have and fixed_in and str(have[0]) == branch and have < fixed_in:
             return first, f"driver {drv}: {note}"
     return None
 
