@@ -111,6 +111,8 @@ def test_fast_paths_read_what_the_line_parsers_read(engine, tmp_path):
     assert got.keys() == golden.keys()
     for name in golden:
         assert got[name] == golden[name], name
+    # the log read in chunks (and merged) gives the NCCL facts of the whole text, communicators included
+    assert got["snapshot-chunked"]["nccl"] == got["mixed"]["nccl"]
 
 
 def test_mixed_log_exercises_every_kind_of_fact():

@@ -17,7 +17,7 @@ _LINE = re.compile(r"^(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[\d+\]\s
 _VERSION = re.compile(r"NCCL version\s+([\d.]+(?:\+\S+)?)")
 _TRANSPORT = re.compile(r"Channel\s+\d+(?:/\d+)?\s*:\s*\S+\s*->\s*\S+(?:\s*\[(send|receive)\])?\s+via\s+(\S+)")
 _ENV = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\s*\.?$")
-_USING_IFS = re.compile(r"^(?:Bootstrap|NET/Socket)\s*:\s*Using\b(.*)$")
+_USING_IFS = re.compile(r"^(Bootstrap|NET/Socket)\s*:\s*Using\b(.*)$")
 _IF_NAME = re.compile(r"(?:^|\s)(?:\[\d+\])?([^\s:\[\]<>]+):[0-9a-fA-F.:%\w-]*<\d+>")  # [0]bond0:10.0.0.7<0>
 _GDR_OFF = re.compile(r"GPU Direct RDMA Disabled for HCA \d+ '([^']+)'")
 MAX_WARN = 20
@@ -81,7 +81,11 @@ _LITERAL = re.compile(r"[A-Za-z0-9 ]+")  #: a finder pattern that is a plain wor
 #: init.cc ncclCommInitRankFunc (2.17-2.30): "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx
 #: commId 0x%llx - Init START" and "... commId 0x%llx - Init COMPLETE" (the COMPLETE line carries commId since 2.19)
 _INIT_LINE = re.compile(r"comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) ([^\n]*)")
-MAX_COMMS = 64  #: communicators tracked per log (a job creates a few; sub-groups add more)
+MAX_COMMS = 64  #: communicators reported per log, the first by appearance (a job creates a few; sub-groups add more)
+#: communicators read from one text (a chunk of a large log): far more than MAX_COMMS, so that a communicator among
+#: the log's first MAX_COMMS is never dropped from a later chunk that holds many others (offline_merge keeps the first
+#: MAX_COMMS of all), and the chunked reading equals the whole one
+MAX_COMMS_PER_TEXT = 4096  #: parse_nccl_log's max_comms for the texts `check` merges (parsers/offline_formats.py)
 
 
 def _classify(raw: str) -> tuple[str, str, str | None] | None:
@@ -109,6 +113,21 @@ class _Lines:
         self._cls: dict[int, tuple[str, str, str | None] | None] = {}
         self._low: str | None = None
 
+    def _find_nocase(self, what: re.Pattern[str], pos: int) -> int:
+        """Where the case-insensitive plain word ``what`` first occurs at or after ``pos`` (-1: nowhere), as
+        ``what.search`` would say: the usual spellings by str.find, then the regex over the text before the first of
+        them only (another spelling could come earlier); the whole text lower-cased only when no spelling is found."""
+        word = what.pattern
+        found = [p for p in (self.t.find(v, pos) for v in {word, word.lower()}) if p >= 0]
+        if found:
+            m = what.search(self.t, pos, min(found) + len(word) - 1)
+            return m.start() if m is not None else min(found)
+        low = self.lower()
+        if low is None:
+            m = what.search(self.t, pos)
+            return -1 if m is None else m.start()
+        return low.find(word.lower(), pos)
+
     def lower(self) -> str | None:
         """The text lower-cased, when that keeps every offset (else None): a case-insensitive literal is then found
         with str.find (an IGNORECASE regex search has no fast path: ~24 ms per 4 MB where the word is absent)."""
@@ -130,8 +149,8 @@ class _Lines:
         while True:
             if isinstance(what, str):
                 p = t.find(what, pos)
-            elif what.flags & re.IGNORECASE and _LITERAL.fullmatch(what.pattern) and self.lower() is not None:
-                p = self.lower().find(what.pattern.lower(), pos)  # type: ignore[union-attr]
+            elif what.flags & re.IGNORECASE and _LITERAL.fullmatch(what.pattern):
+                p = self._find_nocase(what, pos)
             else:
                 m = what.search(t, pos)
                 p = -1 if m is None else m.start()
@@ -190,7 +209,7 @@ def _fast_host(rank: str | None, host: str | None, tr: str) -> str | None:
     return host
 
 
-def _comm_inits(text: str) -> list:
+def _comm_inits(text: str, limit: int = MAX_COMMS) -> list:
     """The communicators whose Init START lines (with their commId) are in ``text``, with the ranks that started and
     completed; an Init COMPLETE without commId (NCCL before 2.19) joins the one communicator of its comm pointer.
     One regex scan of the text (no line classification: a 512-rank log holds a START and a COMPLETE line per rank
@@ -212,7 +231,7 @@ def _comm_inits(text: str) -> list:
             continue
         c = by_id.get(cid)
         if c is None:
-            if len(by_id) >= MAX_COMMS:
+            if len(by_id) >= limit:
                 continue
             c = by_id[cid] = NcclCommInit(comm_id=cid, nranks=nranks)
         by_ptr[ptr] = cid
@@ -222,7 +241,7 @@ def _comm_inits(text: str) -> list:
     return list(by_id.values())
 
 
-def parse_nccl_log(text: str) -> NcclLogFacts:
+def parse_nccl_log(text: str, max_comms: int = MAX_COMMS) -> NcclLogFacts:
     """Parse NCCL debug output. Raises ParseError when no 'NCCL INFO/WARN' line (nor 'NCCL version') is present.
 
     The facts are those of a line-by-line reading (_classify, one line at a time, in order); each fact is read from
@@ -281,17 +300,18 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
         h = _HOST.search(line) if u else None
         if u and h and len(f.host_nets) < MAX_HOSTS:
             f.host_nets[h.group(1)] = u.group(1)
-    for needle in ("Bootstrap", "NET/Socket : Using"):  # bootstrap.cc "Bootstrap : Using%s", net_socket.cc
-        for msg in msgs(needle):  # "NET/Socket : Using%s": the interfaces NCCL selected, " [0]eth0:10.0.0.1<0>"
-            u = _USING_IFS.search(msg)
-            if u is None:
-                continue
-            names = _IF_NAME.findall(u.group(1))
-            if not names and needle == "Bootstrap":
-                f.bootstrap_no_interface = True  # NCCL 2.27+: NCCL_SOCKET_IFNAME matched nothing (nccl#1837)
-            for n in names:
-                if n not in f.socket_interfaces and len(f.socket_interfaces) < MAX_WARN:
-                    f.socket_interfaces.append(n)
+    # bootstrap.cc "Bootstrap : Using%s" (2.28: "Bootstrap: Using%s"), net_socket.cc "NET/Socket : Using%s": the
+    # interfaces NCCL selected, " [0]eth0:10.0.0.1<0>"; one search for ": Using" finds both spellings of both
+    for msg in msgs(": Using"):
+        u = _USING_IFS.search(msg)
+        if u is None:
+            continue
+        names = _IF_NAME.findall(u.group(2))
+        if not names and u.group(1) == "Bootstrap":
+            f.bootstrap_no_interface = True  # NCCL 2.27+: NCCL_SOCKET_IFNAME matched nothing (nccl#1837)
+        for n in names:
+            if n not in f.socket_interfaces and len(f.socket_interfaces) < MAX_WARN:
+                f.socket_interfaces.append(n)
     for msg in msgs("GPU Direct RDMA Disabled"):
         g = _GDR_OFF.search(msg)
         if g and g.group(1) not in f.gdr_disabled_hcas:
@@ -307,7 +327,7 @@ def parse_nccl_log(text: str) -> NcclLogFacts:
             f.nvls_channels = int(c2.group(1))
             break
     f.init_complete = any("Init COMPLETE" in m for m in msgs("Init COMPLETE"))
-    f.comms = _comm_inits(t)
+    f.comms = _comm_inits(t, max_comms)
     events = _channel_transports(t)
     for tr, host in dict.fromkeys(events):
         if tr not in f.transports:

@@ -109,7 +109,7 @@ def _kernel_log(fp: FileParse, text: str) -> None:
 def _nccl(fp: FileParse, text: str) -> None:
     from gpudoctor.parsers import nccl_log
 
-    n = nccl_log.parse_nccl_log(text)
+    n = nccl_log.parse_nccl_log(text, nccl_log.MAX_COMMS_PER_TEXT)  # the merge keeps the first MAX_COMMS of all
     fp.col.nccl.append(n)
     if n.env_set:
         from gpudoctor.facts.env import collect_env as _filter

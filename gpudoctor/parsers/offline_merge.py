@@ -43,11 +43,12 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
     """The NCCL facts of several texts (files, or the chunks of one large log), in order, merged as parse_nccl_log
     reads one text: the first version and rank count, the last driver version, network, IB state and NVLS channel
     count, every transport, the first MAX_WARN warnings, and for each variable its last 'set by environment' value."""
-    from gpudoctor.parsers.nccl_log import MAX_WARN
+    from gpudoctor.parsers.nccl_log import MAX_COMMS, MAX_WARN
 
     if not items:
         return None
     out = items[0].model_copy(deep=True)
+    out.comms = out.comms[:MAX_COMMS]
     for n in items[1:]:
         for name in FIRST_WINS:
             if getattr(out, name) is None and getattr(n, name) is not None:
@@ -66,6 +67,8 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
         mine = {c.comm_id: c for c in out.comms}
         for c in n.comms:
             if c.comm_id not in mine:
+                if len(out.comms) >= MAX_COMMS:
+                    continue
                 out.comms.append(c.model_copy(deep=True))
                 mine[c.comm_id] = out.comms[-1]
                 continue

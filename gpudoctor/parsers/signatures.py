@@ -98,6 +98,9 @@ def _quoted_mention(t: str, ls: int, start: int) -> bool:
     return start > ls and t[start - 1] in "\"\u201c" and _INFO_LEVEL.search(t, ls, start) is not None
 
 
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")  #: the opening of a look-ahead / look-behind group, or an escaped look-alike
+
+
 def _re2_form(rx: str) -> str:
     """A signature regex as re2 reads it like Python's re with MULTILINE: look-arounds dropped (re2 has none: a
     superset, Python's re decides) and ``(?m)`` so that ^ and $ match at line ends, as they do in Python."""
@@ -106,6 +109,8 @@ def _re2_form(rx: str) -> str:
 
 def _drop_lookarounds(rx: str) -> str:
     """``rx`` without its look-ahead / look-behind groups, nested parentheses and escapes included."""
+    if not _LOOKAROUND.search(rx):
+        return rx
     cut: list[tuple[int, int]] = []
     start = None
     for i, c, depth in structure(rx):
@@ -147,6 +152,25 @@ def _evidence(text: str, m: re.Match) -> str:
     return clip(" ".join(line.split()), MAX_LINE_CHARS, focus=before)
 
 
+class _Re2Match:
+    """A match of an re2 pattern over an ASCII block, as the matcher uses a Python match: start / end in the whole
+    text (``base``: the block's offset), named groups as str."""
+
+    __slots__ = ("_m", "_base")
+
+    def __init__(self, m: Any, base: int):
+        self._m, self._base = m, base
+
+    def start(self) -> int:
+        return int(self._m.start()) + self._base
+
+    def end(self) -> int:
+        return int(self._m.end()) + self._base
+
+    def groupdict(self) -> dict[str, str | None]:
+        return {k: None if v is None else v.decode("ascii") for k, v in self._m.groupdict().items()}
+
+
 class _Engine:
     """The prefilter and the Python patterns of one catalogue.
 
@@ -160,6 +184,9 @@ class _Engine:
         self.pattern = [rx for _, rx in entries]
         self._rx: dict[int, re.Pattern[str]] = {}  # compiled when first a candidate (most never are in a log)
         self._re2_cache: dict[int, Any] = {}
+        self._exact_cache: dict[int, Any] = {}
+        self._raw_key: tuple[int, int, int] | None = None
+        self._raw: bytes | None = None
         self.always: list[int] = []
         self.extras_always: set[int] = set()
         self.set: Any = None
@@ -196,11 +223,17 @@ class _Engine:
 
         With re2 and an ASCII block, re2 locates the matches and Python's regex re-matches only those lines;
         otherwise Python's regex scans the block."""
+        raw = self._ascii_block(t, s0, stop) if self.set is not None else None
+        exact = self._re2_exact(i) if raw is not None else None
+        if exact is not None:  # the same pattern in re2, with its groups: no Python regex at all
+            for m2 in exact.finditer(raw):
+                if s0 + m2.start() >= s1:
+                    return
+                yield _Re2Match(m2, s0)  # type: ignore[misc]
+            return
         r2 = self._re2_pattern(i) if self.set is not None else None
         if r2 is not None:
-            block = t[s0:stop]
-            raw = block.encode("utf-8", "surrogatepass")
-            if len(raw) == len(block):
+            if raw is not None:
                 pos = s0
                 for m2 in r2.finditer(raw):
                     if s0 + m2.start() >= s1:
@@ -222,6 +255,34 @@ class _Engine:
                         yield m
             return
         yield from self.rx(i).finditer(t, s0, stop)
+
+    def _ascii_block(self, t: str, s0: int, stop: int) -> bytes | None:
+        """t[s0:stop] as bytes when it is ASCII (offsets in bytes and characters agree), else None; the last block
+        is kept, since several signatures are searched in the same block in turn."""
+        key = (id(t), s0, stop)
+        if self._raw_key != key:
+            block = t[s0:stop]
+            raw = block.encode("utf-8", "surrogatepass")
+            self._raw_key, self._raw = key, raw if len(raw) == len(block) else None
+        return self._raw
+
+    def _re2_exact(self, i: int) -> Any:
+        """Signature ``i`` compiled by re2 with its groups, when re2 reads it exactly as Python does on ASCII text
+        (no look-around, which re2 lacks: those are confirmed by Python's regex); None otherwise."""
+        if i not in self._exact_cache:
+            rx = self.pattern[i]
+            exact = None
+            if _drop_lookarounds(rx) == rx:
+                form = "(?m)" + rx
+                opts = _re2.Options()
+                opts.case_sensitive = False
+                opts.max_mem = 64 << 20
+                try:
+                    exact = _re2.compile(form.encode(), opts)
+                except Exception:  # a construct re2 lacks (back-reference, \Z): Python's regex decides
+                    exact = None
+            self._exact_cache[i] = exact
+        return self._exact_cache[i]
 
     def rx(self, i: int) -> re.Pattern[str]:
         if i not in self._rx:
