@@ -54,3 +54,16 @@ def test_a_captured_text_report_with_a_command_line_first(tmp_path: Path) -> Non
     assert D.detect(f.read_text()) == [D.GD_TEXT]
     code, out, err = run(f)
     assert code == 2 and "SIG" not in out + err
+
+
+@pytest.mark.parametrize("argv", [["explain", "SIG001"], ["explain", "NCL011"], ["rules"]])
+def test_the_rule_documentation_is_not_read_as_an_error_log(tmp_path: Path, argv: list[str]) -> None:
+    doc = tmp_path / "doc.txt"
+    doc.write_text(runner.invoke(app, argv).stdout)  # it quotes the messages the signatures look for
+    code, out, err = run(doc)
+    assert code == 2 and out == "" and "rule documentation" in err
+
+
+def test_a_rule_page_of_the_docs_is_not_read_as_an_error_log() -> None:
+    code, out, err = run(ROOT / "docs" / "rules" / "sig.md")
+    assert code == 2 and "rule documentation" in err

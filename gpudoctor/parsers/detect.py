@@ -21,7 +21,8 @@ GD_TEXT = "gpudoctor text report"
 GD_CLUSTER = "gpudoctor cluster report (JSON)"
 GD_VERSIONCHECK = "gpudoctor cuda-version-check output"
 GD_STREAM = "gpudoctor probe stream (JSON lines)"
-GD_FORMAT = "gpudoctor report in a machine format (JUnit, Prometheus, HTML, GitHub) or gpudoctor lint output"
+GD_FORMAT = ("gpudoctor report in a machine format (JUnit, Prometheus, HTML, GitHub), gpudoctor lint output, or "
+             "gpudoctor's rule documentation (explain, rules, docs/rules)")
 OTHER_JSON = "JSON (not a gpudoctor report)"
 OWN_OUTPUTS = (GD_TEXT, GD_CLUSTER, GD_VERSIONCHECK, GD_STREAM, GD_FORMAT, OTHER_JSON)
 
@@ -38,7 +39,10 @@ _GD_CVC = re.compile(r"^(?:::(?:error|warning) [^\n]*title=gpudoctor cuda-versio
 #: github output: each quotes rule titles, evidence and remedies, so it is never read as an error log
 _GD_FORMAT = re.compile(r"<testsuites [^>]*name=\"gpudoctor\"|^# (?:HELP|TYPE) gpudoctor_\w+ |<title>gpudoctor report"
                         r"|^::(?:error|warning|notice) [^\n]*title=(?:gpudoctor [A-Z]{3}\d{3}|LNT\d{3})"
-                        r"|^\S+:\d+:\d+ LNT\d{3} ", re.M)
+                        r"|^\S+:\d+:\d+ LNT\d{3} "
+                        # `gpudoctor explain ID` and the rule pages of docs/rules/ (ruledocs), `gpudoctor rules`
+                        r"|^#{1,2} [A-Z]{3}\d{3}: [^\n]*\n+Severity: \*\*(?:error|warning|info)\*\* · Area: "
+                        r"|^(?:[A-Z]{3}\d{3} +(?:error|warning|info) +\S[^\n]*\n){3}", re.M)
 
 
 #: what a gpudoctor JSON document holds near its start (a broken one is still ours: the loader names the error)
@@ -250,7 +254,8 @@ GATES: dict[str, tuple[str, ...]] = {
     COMMAND: ("docker", "podman", "singularity", "apptainer", "enroot", "srun", "mpirun", "torchrun", "kubectl"),
 }
 _OWN_GATES = {"cvc": ("cuda-version-check", "PASS  torch ", "FAIL  torch "),
-              "format": ("<testsuites ", " gpudoctor_", "<title>gpudoctor report", "::", " LNT")}
+              "format": ("<testsuites ", " gpudoctor_", "<title>gpudoctor report", "::", " LNT", "Severity: **",
+                         "  error  ", "  warning  ", "  info  ")}
 
 
 def _gate(text: str, kind: str) -> bool:

@@ -165,8 +165,9 @@ _OWN_OUTPUT_REASONS = {
     D.GD_VERSIONCHECK: "output of `gpudoctor cuda-version-check`, not a host dump: nothing to diagnose",
     D.GD_STREAM: "a gpudoctor probe stream (JSON lines, as the NVML probe writes them), not a report: "
                  "`check` reads the saved JSON report (`gpudoctor scan --save FILE`)",
-    D.GD_FORMAT: "a gpudoctor report in --format junit/prometheus/html/github (or `gpudoctor lint` output): "
-                 "`check` reads the JSON report (`gpudoctor scan --save FILE`)",
+    D.GD_FORMAT: "a gpudoctor report in --format junit/prometheus/html/github, `gpudoctor lint` output, or "
+                 "gpudoctor's rule documentation (`explain`, `rules`, docs/rules), which quotes the messages it looks "
+                 "for: `check` reads the JSON report (`gpudoctor scan --save FILE`) and logs",
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
 }
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
