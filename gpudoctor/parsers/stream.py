@@ -126,8 +126,7 @@ def _sample(raw: bytes) -> str:
 
 def iter_chunks(fh: IO[bytes], head: bytes, size: int | None = None) -> Iterator[bytes]:
     """``head`` then the rest of ``fh``, in pieces cut after the first newline at or past ``size`` bytes
-    (CHUNK_BYTES): the cuts :func:`_spans` makes in a seekable file, but for its shorter last pieces (a stream's
-    length is not known ahead)."""
+    (CHUNK_BYTES): the same cuts :func:`_spans` makes in a seekable file."""
     size = CHUNK_BYTES if size is None else size
     buf = head
     while True:
@@ -300,20 +299,18 @@ class _Progress:
 
 
 def _spans(fh: IO[bytes], size: int | None = None) -> Iterator[tuple[int, int, bytes]]:
-    """(start, end, first bytes) of the line-aligned pieces of about ``size`` bytes (CHUNK_BYTES; the last 2 x size
-    bytes in pieces of size / 4) of a seekable file; only the first bytes of each piece (its sample) and the bytes
-    around each cut are read here."""
+    """(start, end, first bytes) of the line-aligned pieces of about ``size`` bytes (CHUNK_BYTES) of a seekable file;
+    only the first bytes of each piece (its sample) and the bytes around each cut are read here."""
     size = CHUNK_BYTES if size is None else size
-    total = fh.seek(0, 2)
     start = 0
     while True:
         fh.seek(start)
         head = fh.read(4 * SAMPLE_CHARS)
         if not head:
             return
-        # the last two pieces' worth is cut in quarters: the workers then finish together, instead of one worker
-        # parsing a whole last piece while the others wait (about half a piece's time off a large input)
-        cut = start + (size if total - start > 2 * size else max(size // 4, 1))
+        # (the same cuts as iter_chunks makes in a stream: a signature's count stops at MAX_COUNT per piece, so
+        # other cuts could give other ranks / last lines for a message repeated thousands of times)
+        cut = start + size
         fh.seek(cut)
         while True:  # the cut goes after the first newline at or past start + size
             window = fh.read(64 * 1024)

@@ -257,7 +257,7 @@ def ranks_at_different_collectives(ctx):
 
 #: signatures that mean the job was left waiting until something ended it: a collective or rendezvous timeout, a
 #: scheduler's cancel at the time limit (rules/signatures.toml)
-WAIT_SIGNATURES = HANG_SIGNATURES | frozenset({"SIG014", "SIG458"})
+WAIT_SIGNATURES = HANG_SIGNATURES | frozenset({"SIG014", "SIG458", "SIG471"})
 
 
 @rule("LOG011")
@@ -283,11 +283,13 @@ def ranks_never_announced(ctx):
         if not missing or any(n > 1 for n in counts.values()):
             continue
         env = ctx.snap.env.variables if ctx.snap.env is not None else {}
-        slurm = [f"{k}={env[k]}" for k in ("SLURM_NTASKS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE") if k in env]
+        slurm = [f"{k}={env[k]}" for k in ("SLURM_NTASKS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE", "WORLD_SIZE",
+                                           "NODE_RANK", "RANK", "MASTER_ADDR") if k in env]
         yield ctx.finding(
             [f"world size {world}: only rank(s) {int_ranges(sorted(counts))} announced themselves, rank(s) "
              f"{int_ranges(missing)} never did",
              f"then: {waited.id} ({waited.lines[0][:160] if waited.lines else ''})",
              "the ranks that started waited for the others: fewer processes were launched than the world size (if "
-             "these logs cover every node)"] + (["Slurm: " + ", ".join(slurm)] if slurm else []),
+             "these logs cover every node)"]
+            + (["launcher variables in the inputs: " + ", ".join(slurm)] if slurm else []),
             subject=f"world size {world}", data={"world_size": world, "announced": sorted(counts), "missing": missing})
