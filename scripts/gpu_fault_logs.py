@@ -12,7 +12,8 @@ and (2026-12-03, third run) a host sync inside CUDA-graph capture, eigh of a NaN
 not positive-definite, DDP of a module with no trainable parameter, of a lazy module, and of a module left on the CPU;
 and (2026-12-03, fourth run) torch.load of a GPU checkpoint into a full GPU, fully_shard of a scalar parameter, a
 DTensor mixed with a plain tensor, all_gather_into_tensor and all_to_all_single with sizes that do not fit the group,
-ncclCommInitRank with a rank past the rank count, and NCCL_SOCKET_IFNAME naming no interface (two ranks) or a prefix.
+ncclCommInitRank with a rank past the rank count, NCCL_SOCKET_IFNAME naming no interface (two ranks) or a prefix, an
+FSDP module with parameter CPU offload moved to the GPU, and DataLoader workers collating images of two sizes.
 Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
@@ -246,6 +247,25 @@ dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
 dist.all_reduce(torch.ones(4, device="cuda")); torch.cuda.synchronize()
 """
 
+FSDP_OFFLOAD_MOVED = """
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, CPUOffload
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29526")
+dist.init_process_group("nccl", rank=0, world_size=1); torch.cuda.set_device(0)
+m = FSDP(torch.nn.Linear(64, 64), cpu_offload=CPUOffload(offload_params=True))
+m = m.cuda()  # the module moved off the CPU after wrapping
+m(torch.randn(2, 64, device="cuda")).sum().backward()
+"""
+COLLATE_SIZES = """
+import torch
+class Images(torch.utils.data.Dataset):
+    def __len__(self): return 8
+    def __getitem__(self, i): return torch.zeros(3, 224 if i % 2 == 0 else 256, 224)  # no resize in the transform
+if __name__ == "__main__":
+    for batch in torch.utils.data.DataLoader(Images(), batch_size=4, num_workers=2):
+        print(batch.shape)
+"""
+
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
 FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -275,6 +295,7 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "allgather-into-tensor-size": (["-c", ALLGATHER_SIZE], {}),
     "all-to-all-split-sizes": (["-c", ALLTOALL_SPLITS], {}),
     "nccl-invalid-rank": (["-c", NCCL_INVALID_RANK], {"NCCL_DEBUG": "WARN"}),
+    "fsdp-cpu-offload-moved": (["-c", FSDP_OFFLOAD_MOVED], {}),
 }
 TIMEOUT_S = 120
 
@@ -345,6 +366,9 @@ def main() -> int:
     if real:
         faults["nccl-socket-ifname-prefix"] = ([py, "-c", NCCL_ONE_RANK],
                                                {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": real[0][:1]})
+    collate = out / "collate_sizes.py"  # DataLoader workers re-import the main module: a file
+    collate.write_text(COLLATE_SIZES)
+    faults["dataloader-collate-sizes"] = ([py, str(collate)], {})
     only = set(sys.argv[2:])  # optional: run only these faults
     for name, (args, env) in faults.items():
         if only and name not in only:

@@ -320,3 +320,31 @@ def test_nul_runs_of_a_crashed_node_log_do_not_make_it_binary(tmp_path):
     assert res.exit_code == 1 and any(f["rule_id"] == "SIG012" for f in json.loads(res.stdout)["findings"])
     p.write_bytes(b"\x00\x01\x02\x03\xff\xfe" * 2000)
     assert runner.invoke(app, ["check", str(p)]).exit_code == 2
+
+
+def test_torch_reported_missing_by_collect_env_but_failing_to_import_is_not_missing(tmp_path):
+    text = ("Traceback (most recent call last):\n  File \"/env/lib/python3.10/site-packages/torch/__init__.py\", line "
+            "191, in <module>\n    _load_global_deps()\nImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: "
+            "version `GLIBCXX_3.4.30' not found (required by /env/lib/python3.10/site-packages/torch/lib/"
+            "libtorch_python.so)\n\nCollecting environment information...\nPyTorch version: N/A\nIs debug build: N/A\n"
+            "CUDA used to build PyTorch: N/A\nOS: Ubuntu 20.04.5 LTS (x86_64)\n")
+    f = _one(_findings(tmp_path, text), "TRC001")
+    assert f["title"] == "PyTorch is installed but cannot be imported" and "reinstalling torch does not" in f["remedy"]
+
+
+def test_the_first_failing_rank_quotes_the_exception_no_signature_explains(tmp_path):
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+            "ValueError: the frobnicator needs an even number of widgets\n"
+            "Root Cause (first observed failure):\n[0]:\n  time      : 2025-01-01_10:00:00\n  host      : gpu-1\n"
+            "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 42)\n")
+    f = _one(_findings(tmp_path, text), "SIG050")
+    assert any("frobnicator" in e for e in f["evidence"])
+
+
+def test_windows_torch_without_nccl_says_gloo_and_its_connect_retry_is_not_the_cause(tmp_path):
+    text = ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [DESKTOP-7B]:58152 (system error: "
+            "10049 - The requested address is not valid in its context.).\n"
+            "RuntimeError: Distributed package doesn't have NCCL built in\n")
+    found = _findings(tmp_path, text)
+    assert found[0]["rule_id"] == "SIG105" and "gloo" in found[0]["title"]
+    assert _one(found, "SIG039")["severity"] == "info"

@@ -33,7 +33,8 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
 UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (the first ones)
-LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.NCCL_TESTS, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P}
+LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.NCCL_TESTS, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P,
+             D.SMI_L, D.PACKAGES, D.MEMINFO}  # (short listings pasted beside an error: its lines are still searched)
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 

@@ -116,6 +116,9 @@ def _sxid_note(sxid: str) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
+#: a Python exception line as a traceback ends ("ValueError: ...", "torch.OutOfMemoryError: ...", "[rank3]: ...")
+_EXCEPTION_LINE = re.compile(
+    r"^\s*(?:\[(?:rank|default)\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:")
 _NET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "NCCL_IB_HCA",
              "NCCL_IB_GID_INDEX")
 _NET_SIGS = {"SIG020", "SIG031", "SIG032", "SIG033", "SIG034", "SIG035", "SIG038", "SIG039", "SIG040", "SIG051"}
@@ -139,6 +142,10 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
             out.append("NCCL_SOCKET_IFNAME is not set in the environment given: NCCL chose the interface itself")
         if logs is not None and logs.nccl is not None and logs.nccl.net:
             out.append(f"NCCL network in use: {logs.nccl.net}")
+    if sid == "SIG050" and logs is not None:  # the root cause's own exception, when no signature explains it
+        exc = next((x for x in logs.error_lines if _EXCEPTION_LINE.match(x)), None)
+        if exc is not None:
+            out.append(f"the exception in the inputs that no signature explains (read it first): {clip(exc, 200)}")
     cmds = logs.commands if logs is not None else []
     if sid == "SIG008" and any(c.split()[:1] and c.split()[0] in ("docker", "podman", "nvidia-docker", "enroot",
                                                                    "singularity", "apptainer") for c in cmds):

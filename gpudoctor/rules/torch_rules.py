@@ -55,11 +55,38 @@ def _into(t) -> str:
     return f"(into {where.strip('()')})"
 
 
+_TORCH_OWN_FILE = ("site-packages/torch/", "dist-packages/torch/", "/torch/lib/", "torch/__init__.py")
+
+
+def _import_failure_in_logs(ctx) -> tuple[str | None, str] | None:
+    """(signature id or None, line) of an error in the logs raised from torch's own files (its __init__, torch/lib):
+    torch is installed, its import failed."""
+    logs = ctx.snap.logs
+    if logs is None:
+        return None
+    for h in logs.signatures:
+        line = next((x for x in h.lines if any(m in x for m in _TORCH_OWN_FILE)), None)
+        if line is not None:
+            return h.id, line[:200]
+    line = next((x for x in logs.error_lines if any(m in x for m in _TORCH_OWN_FILE)), None)
+    return (None, line[:200]) if line is not None else None
+
+
 @rule("TRC001")
 def torch_missing(ctx):
     """Fires when the target interpreter has no importable torch (or importing it fails)."""
     t = _torch(ctx, "installed")
-    if not t.installed:
+    broken = _import_failure_in_logs(ctx) if not t.installed else None
+    if broken is not None:  # collect_env's "N/A": torch is there, but its import failed (the log shows where)
+        sid, line = broken
+        yield ctx.finding([f"{t.interpreter}: torch is reported missing (N/A), but the inputs show its own import "
+                           f"failing: {line}"], subject=t.interpreter,
+                          title="PyTorch is installed but cannot be imported",
+                          remedy=(f"Fix the import error ({sid} explains it); reinstalling torch does not help while "
+                                  "that library problem remains." if sid else
+                                  "Fix the import error the traceback names (a library it loads); reinstalling torch "
+                                  "does not help while that problem remains."))
+    elif not t.installed:
         yield ctx.finding([f"{t.interpreter}: No module named 'torch'"], subject=t.interpreter,
                           remedy=f"{_index_hint(ctx)}  {_into(t)}, or pass --python PATH")
     elif t.error:
