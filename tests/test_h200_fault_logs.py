@@ -47,6 +47,9 @@ EXPECTED = {
     "all-to-all-split-sizes": "SIG461",        # all_to_all_single input_split_sizes [5] for a dim 0 of 6
     "nccl-invalid-rank": "SIG460",             # ncclCommInitRank(rank 5, nranks 2) through ctypes
     "nccl-socket-ifname-none-two-ranks": "SIG033",  # NCCL_SOCKET_IFNAME=nosuchif0, torchrun 2 ranks: 2.28.9 stops
+    # 2026-12-03, fifth run (18:17 UTC)
+    "fsdp-cpu-offload-moved": "SIG473",        # FSDP(cpu_offload=CPUOffload(offload_params=True)) then .cuda()
+    "dataloader-collate-sizes": "SIG474",      # 2 DataLoader workers collating 3x224x224 and 3x256x224 images
 }
 #: captured to see what a real host prints; no fault for check to name (each must stay free of errors)
 HEALTHY = ("nccl-socket-ifname-prefix",)  # NCCL_SOCKET_IFNAME=e on a host whose only e* interface is eth0
