@@ -348,3 +348,15 @@ def test_windows_torch_without_nccl_says_gloo_and_its_connect_retry_is_not_the_c
     found = _findings(tmp_path, text)
     assert found[0]["rule_id"] == "SIG105" and "gloo" in found[0]["title"]
     assert _one(found, "SIG039")["severity"] == "info"
+
+
+def test_printed_slurm_numbers_make_the_missing_ranks_an_error(tmp_path):
+    log = ("LOCAL_RANK=0, SLURM_NTASKS=1, SLURM_NTASKS_PER_NODE=2\n"
+           "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+           "slurmstepd: error: *** JOB 88123 ON gpu-07 CANCELLED AT 2024-11-04T18:02:11 DUE TO TIME LIMIT ***\n")
+    f = _one(_findings(tmp_path, log), "LOG011")
+    assert f["severity"] == "error" and any("SLURM_NTASKS=1 is below" in e for e in f["evidence"])
+    # per-process values (two ranks printing their own RANK) are not read as the job's environment
+    two = ("RANK=0 WORLD_SIZE=2\nRANK=1 WORLD_SIZE=2\nInitializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+           "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2024-11-04T18:02:11 DUE TO TIME LIMIT ***\n")
+    assert _one(_findings(tmp_path, two), "LOG011")["severity"] == "warning"

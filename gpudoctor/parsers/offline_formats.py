@@ -7,6 +7,7 @@ False when it recorded a note instead of facts (the format is then not counted a
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,27 @@ def _env(fp: FileParse, text: str) -> None:
     fp.frag("env", env_dump.parse_env(text), complete=env_dump.is_whole_environment(text))
 
 
+#: job-wide launcher variables a log may print ("SLURM_NTASKS=1, SLURM_NTASKS_PER_NODE=2", "[node1] MASTER_ADDR=..."):
+#: the same in every process of a job, so a printed value is a fact of its environment (per-process ones such as
+#: RANK or LOCAL_RANK are not: a log of several processes prints several)
+PRINTED_VARS = ("SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "WORLD_SIZE",
+                "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+_PRINTED = re.compile(r"(?<![\w$])(" + "|".join(PRINTED_VARS) + r")=([^\s,;'\"\])]+)")
+PRINTED_MAX_CHARS = 1 << 20  #: read in pasted text (up to 1 MiB), not in each chunk of a large log
+
+
+def _printed_vars(fp: FileParse, text: str) -> None:
+    """Launcher variables a pasted log prints, when each has one value there: an env fragment (not complete)."""
+    if len(text) > PRINTED_MAX_CHARS or "=" not in text or not any(v + "=" in text for v in PRINTED_VARS):
+        return
+    seen: dict[str, set[str]] = {}
+    for name, value in _PRINTED.findall(text):
+        seen.setdefault(name, set()).add(value)
+    found = {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
+    if found:
+        fp.frag("env", EnvFacts(source="launcher variables printed in a log", variables=found), complete=False)
+
+
 def _path_value(fp: FileParse, text: str) -> None:
     from gpudoctor.parsers import env_dump
 
@@ -215,6 +237,7 @@ HANDLERS: dict[str, Handler] = {
     D.COMMAND: _commands,
     D.TOPO: _topo_matrix,
     D.DRIVER_VERSION: _driver_version,
+    D.ERRORS: _printed_vars,
 }
 
 

@@ -255,6 +255,21 @@ def ranks_at_different_collectives(ctx):
                       data={"groups": [{"seq": s, "op": op, "ranks": r} for (s, op), r in ordered]})
 
 
+def _fewer_tasks(env: dict[str, str]) -> str | None:
+    """Slurm's own numbers saying it starts fewer tasks than nodes x tasks per node (--ntasks below that), or None."""
+    try:
+        ntasks = int(env["SLURM_NTASKS"])
+        per_node = int(env["SLURM_NTASKS_PER_NODE"].split("(")[0])
+        nodes = int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES") or 1)
+    except (KeyError, ValueError):
+        return None
+    if ntasks < nodes * per_node:
+        return (f"SLURM_NTASKS={ntasks} is below {nodes} node(s) x SLURM_NTASKS_PER_NODE={per_node}: Slurm starts "
+                f"{ntasks} task(s) while each node's launcher expects {per_node}: drop --ntasks or make it "
+                f"{nodes * per_node}")
+    return None
+
+
 #: signatures that mean the job was left waiting until something ended it: a collective or rendezvous timeout, a
 #: scheduler's cancel at the time limit (rules/signatures.toml)
 WAIT_SIGNATURES = HANG_SIGNATURES | frozenset({"SIG014", "SIG458", "SIG471"})
@@ -283,6 +298,7 @@ def ranks_never_announced(ctx):
         if not missing or any(n > 1 for n in counts.values()):
             continue
         env = ctx.snap.env.variables if ctx.snap.env is not None else {}
+        short = _fewer_tasks(env)
         slurm = [f"{k}={env[k]}" for k in ("SLURM_NTASKS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE", "WORLD_SIZE",
                                            "NODE_RANK", "RANK", "MASTER_ADDR") if k in env]
         yield ctx.finding(
@@ -291,5 +307,6 @@ def ranks_never_announced(ctx):
              f"then: {waited.id} ({waited.lines[0][:160] if waited.lines else ''})",
              "the ranks that started waited for the others: fewer processes were launched than the world size (if "
              "these logs cover every node)"]
-            + (["launcher variables in the inputs: " + ", ".join(slurm)] if slurm else []),
+            + (["launcher variables in the inputs: " + ", ".join(slurm)] if slurm else []) + ([short] if short else []),
+            severity="error" if short else "warning",
             subject=f"world size {world}", data={"world_size": world, "announced": sorted(counts), "missing": missing})
