@@ -158,3 +158,12 @@ def test_the_report_is_never_written_over_an_input(tmp_path):
         assert log.read_text().startswith("torch.OutOfMemoryError")
     res = CliRunner().invoke(app, ["check", str(log), "--save", str(tmp_path / "r"), "-o", str(tmp_path / "r")])
     assert res.exit_code == 2 and "same file" in res.stderr
+
+
+def test_one_file_named_twice_is_read_once(tmp_path):
+    from gpudoctor.parsers.offline import expand_paths
+
+    log = tmp_path / "a.log"
+    log.write_text("x\n")
+    files, errors = expand_paths([str(log), str(log), str(tmp_path / "." / "a.log"), str(tmp_path)])
+    assert files == [str(log)] and errors == []

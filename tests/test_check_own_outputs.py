@@ -67,3 +67,11 @@ def test_the_rule_documentation_is_not_read_as_an_error_log(tmp_path: Path, argv
 def test_a_rule_page_of_the_docs_is_not_read_as_an_error_log() -> None:
     code, out, err = run(ROOT / "docs" / "rules" / "sig.md")
     assert code == 2 and "rule documentation" in err
+
+
+def test_a_saved_report_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    src = (EX / "h200-1gpu-2026-11-29" / "scan.json").read_text()
+    bom = tmp_path / "r.json"
+    bom.write_text("\ufeff" + src, encoding="utf-8")  # what Windows PowerShell's `>` writes
+    code, out, err = run("--json", bom)
+    assert code == 0 and "not valid JSON" not in err

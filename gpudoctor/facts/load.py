@@ -21,7 +21,7 @@ def parse_document(text: str, name: str = "<input>") -> Snapshot:
     or a schema of a newer major version than this gpudoctor understands.
     """
     try:
-        doc = json.loads(text)
+        doc = json.loads(text.lstrip("\ufeff"))  # a byte-order mark: PowerShell's `> r.json` writes one
     except ValueError as exc:
         raise InputError(f"{name}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):

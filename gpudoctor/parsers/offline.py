@@ -130,6 +130,14 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             files.append(p)
         else:
             errors.append(f"{p}: no such file or folder")
+    seen: set[str] = set()  # one file named twice (`a.log ./a.log`, or also inside a named folder) is read once
+    unique = []
+    for f in files:
+        key = f if f == "-" else os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    files = unique
     if len(files) > MAX_FILES:
         errors.append(f"{len(files)} files given; only the first {MAX_FILES} are read")
         files = files[:MAX_FILES]
