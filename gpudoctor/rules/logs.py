@@ -297,6 +297,9 @@ def _register_signature(entry: dict) -> None:
                 ev[1 if concl else 0:1 if concl else 0] = _context(entry, ctx.snap)
                 follow = [h for h in logs.signatures if h.id != sid and sid in _FOLLOWS.get(h.id, ())]
                 for f in follow:
+                    if f.lines and f.lines[0] in hit.lines:
+                        ev.append(f"follow-on ({f.id}, {f.count}x): the same line, read by a more general signature")
+                        continue
                     ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
                 # `escalates`: a cause whose follow-on is an error is an error itself (a Fabric Manager warning that
                 # left CUDA failing with 802 stopped the job); other causes keep theirs (a harmless race at exit)
