@@ -31,7 +31,8 @@ HIT_FIELDS = ("id", "count", "lines", "files", "groups")
 #: golden holds what the line-by-line parsers read, so it is not regenerated for a new signature)
 LATER = {"SIG329", "SIG330", "SIG331", "SIG332", "SIG333", "SIG334", "SIG335", "SIG336", "SIG337", "SIG338", "SIG339",
          "SIG340", "SIG341", "SIG342", "SIG343", "SIG344", "SIG345", "SIG346"}
-LATER |= {f"SIG{n}" for n in range(347, 400)} | {f"SIG{n}" for n in range(421, 500)} | {f"SIG{n}" for n in range(501, 1000)}
+LATER |= {f"SIG{n}" for n in range(347, 400)} | {f"SIG{n}" for n in range(421, 500)}
+LATER |= {f"SIG{n}" for n in range(501, 1000)}
 
 
 def _inputs() -> dict[str, str]:
