@@ -167,7 +167,8 @@ def test_the_message_names_the_failing_part(tmp_path, line, rule, needle):
     assert needle in _one(_findings(tmp_path, line + "\n"), rule)["title"]
 
 
-@pytest.mark.parametrize("rule", ["LOG007", "LOG008", "LOG009", "LOG010", "TRC006", "GPU010", "TOP006"])
+@pytest.mark.parametrize("rule", ["LOG007", "LOG008", "LOG009", "LOG010", "LOG011", "NCL011", "TRC006", "GPU010",
+                                  "TOP006"])
 def test_the_rules_added_for_issue_14_say_not_assessed_without_their_facts(tmp_path, rule):
     """An error text with none of the facts these rules read (no NCCL channel or 'Using network' lines, no watchdog
     SeqNum, no nccl-tests run, no package list, no GPU facts): never 'pass'."""
@@ -360,3 +361,14 @@ def test_printed_slurm_numbers_make_the_missing_ranks_an_error(tmp_path):
     two = ("RANK=0 WORLD_SIZE=2\nRANK=1 WORLD_SIZE=2\nInitializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
            "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2024-11-04T18:02:11 DUE TO TIME LIMIT ***\n")
     assert _one(_findings(tmp_path, two), "LOG011")["severity"] == "warning"
+
+
+def test_the_log_only_rules_are_not_applicable_in_a_live_scan():
+    """A live scan reads no logs: LOG005-LOG011 and NCL011 say not applicable (never pass, never 'not assessed')."""
+    from gpudoctor.facts.model import Snapshot
+    from gpudoctor.rules import evaluate
+
+    snap = Snapshot(gpudoctor_version="0", created_at="2026-12-03T00:00:00+00:00")
+    status = {o.rule_id: o.status for o in evaluate(snap).outcomes}
+    for rule in ("LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010", "LOG011", "NCL011"):
+        assert status[rule] == "not_applicable", rule

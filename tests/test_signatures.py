@@ -165,3 +165,16 @@ def test_every_signature_compiles_for_the_re2_prefilter():
             bad.append(f"{e['id']}: {exc}")
     assert bad == []
     assert "(?!" not in S._re2_form(r"a(?!(?:b|c) )d") and S._re2_form(r"a(?!(?:b|c) )d").endswith("ad")
+    # every signature without look-around is matched by re2 with its groups (no Python regex compiled in a worker)
+    ents = S.catalogue()
+    eng = S._Engine(tuple((e["id"], e["regex"]) for e in ents))
+    plain = [i for i, e in enumerate(ents) if S._drop_lookarounds(e["regex"]) == e["regex"]]
+    assert len(plain) > 0.8 * len(ents)
+    assert [ents[i]["id"] for i in plain if eng._re2_exact(i) is None] == []
+    assert all(eng._re2_exact(i) is None for i in range(len(ents)) if i not in plain)
+    # and gives Python's groups and span on an example
+    i = next(i for i in plain if ents[i]["id"] == "SIG039")
+    line = ents[i]["example"]
+    want = re.search(ents[i]["regex"], line, re.IGNORECASE | re.MULTILINE)
+    got = next(eng.finditer(i, line, 0, len(line), len(line)))
+    assert (got.start(), got.end(), got.groupdict()) == (want.start(), want.end(), want.groupdict())

@@ -168,7 +168,8 @@ class _Re2Match:
         return int(self._m.end()) + self._base
 
     def groupdict(self) -> dict[str, str | None]:
-        return {k: None if v is None else v.decode("ascii") for k, v in self._m.groupdict().items()}
+        return {(k.decode("ascii") if isinstance(k, bytes) else k): None if v is None else v.decode("ascii")
+                for k, v in self._m.groupdict().items()}  # re2 on bytes names its groups in bytes too
 
 
 class _Engine:
