@@ -209,7 +209,8 @@ def _when(expr: str, groups: dict[str, str]) -> bool:
 def _case(entry: dict, groups: dict[str, str], env: dict[str, str] | None = None,
           hit_ids: set[str] | frozenset[str] = frozenset(), gpus: int | None = None) -> dict | None:
     """The entry's first ``cases`` row that holds for this match: its named ``group``'s value (the errno, signal or
-    device set the message printed) fully matches its ``match`` regex (case-insensitive), its ``when`` comparison
+    device set the message printed; or the first present of a list of groups) fully matches its ``match`` regex
+    (case-insensitive), its ``when`` comparison
     of two groups holds, and the variable it names in ``env`` is set in the inputs (``env``: the environment dump's
     variables and NCCL's 'set by environment' lines, see :func:`_input_env`), and one of the signatures in its
     ``hit`` matched too (``hit_ids``: a barrier warning followed by a hang is the hang's cause), and the inputs list
@@ -218,8 +219,9 @@ def _case(entry: dict, groups: dict[str, str], env: dict[str, str] | None = None
     listening); {VAR} in them is the variable's value."""
     env = env or {}
     for c in entry.get("cases", ()):
-        if "group" in c:
-            value = " ".join((groups.get(c["group"]) or "").split())
+        if "group" in c:  # one group, or a list of them (the alternatives of one message form): the first present
+            names = c["group"] if isinstance(c["group"], list) else [c["group"]]
+            value = next((" ".join(v.split()) for v in (groups.get(n) or "" for n in names) if v.strip()), "")
             if not value or not re.fullmatch(c["match"], value, re.IGNORECASE):
                 continue
         if "when" in c and not _when(c["when"], groups):
