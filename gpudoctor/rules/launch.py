@@ -18,6 +18,14 @@ def _offline(ctx) -> None:
         raise NotApplicable("a live scan reads no logs: pass them to `gpudoctor check`")
 
 
+def _announced(logs) -> list[tuple[int, Counter]]:
+    """(world size, how many times each global rank was announced) of every world the launcher's lines name."""
+    by_world: dict[int, Counter] = {}
+    for a in logs.rank_announcements:
+        by_world.setdefault(a.world_size, Counter())[a.rank] += 1
+    return sorted(by_world.items())
+
+
 @rule("LOG005")
 def duplicate_ranks(ctx):
     """Counts each world's announced global ranks: some announced more than once while others never were (so not
@@ -26,10 +34,7 @@ def duplicate_ranks(ctx):
     logs = ctx.snap.logs
     if logs is None or not logs.rank_announcements:
         raise NotAssessed("no launcher rank lines (Lightning GLOBAL_RANK, torchrun rendezvous result) in the inputs")
-    by_world: dict[int, Counter] = {}
-    for a in logs.rank_announcements:
-        by_world.setdefault(a.world_size, Counter())[a.rank] += 1
-    for world, counts in sorted(by_world.items()):
+    for world, counts in _announced(logs):
         twice = sorted(r for r, n in counts.items() if n > 1)
         missing = sorted(set(range(world)) - set(counts))
         if not twice or not missing:
@@ -290,10 +295,7 @@ def ranks_never_announced(ctx):
     if waited is None:
         raise NotAssessed("the inputs show no wait (a timeout, a cancel at the time limit): a log of some ranks only "
                           "is normal")
-    by_world: dict[int, Counter] = {}
-    for a in logs.rank_announcements:
-        by_world.setdefault(a.world_size, Counter())[a.rank] += 1
-    for world, counts in sorted(by_world.items()):
+    for world, counts in _announced(logs):
         missing = sorted(set(range(world)) - set(counts))
         if not missing or any(n > 1 for n in counts.values()):
             continue
