@@ -372,3 +372,53 @@ def test_the_log_only_rules_are_not_applicable_in_a_live_scan():
     status = {o.rule_id: o.status for o in evaluate(snap).outcomes}
     for rule in ("LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010", "LOG011", "NCL011"):
         assert status[rule] == "not_applicable", rule
+
+
+# c10d CUDACachingAllocator: "... Process %d has %s memory in use." once per other process NVML lists on the GPU
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "79.15 GiB of which 1.06 GiB is free. {procs}Of the allocated memory 37.1 GiB is allocated by PyTorch, and "
+       "200 MiB is reserved by PyTorch but unallocated.\n")
+
+
+def test_an_oom_listing_several_processes_is_reported_as_ranks_sharing_the_gpu(tmp_path):
+    found = _findings(tmp_path, OOM.format(procs="Process 2143 has 40.10 GiB memory in use. Process 2144 has "
+                                                 "38.00 GiB memory in use. "))
+    lead = found[0]
+    assert lead["rule_id"] == "SIG308" and lead["severity"] == "error" and "SIG012" in lead["data"]["follow_on"]
+    assert "SIG012" not in {f["rule_id"] for f in found}
+
+
+def test_an_oom_listing_one_process_stays_the_oom_finding(tmp_path):
+    # one unmarked process: this job itself seen through a container's PID namespace (SIG308's info case); an info
+    # finding is no cause, so it must not hide the out-of-memory error
+    found = _findings(tmp_path, OOM.format(procs="Process 2143 has 78.10 GiB memory in use. "))
+    assert found[0]["rule_id"] == "SIG012" and found[0]["severity"] == "error"
+    assert _one(found, "SIG308")["severity"] == "info"
+
+
+def test_a_store_host_that_does_not_resolve_is_the_cause_of_the_connect_timeout(tmp_path):
+    text = ("[W1204 03:11:02.118 socket.cpp:697] [c10d] The IPv4 network addresses of (trainer-master, 29500) cannot "
+            "be retrieved (gai error: -2 - Name or service not known).\n"
+            "torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying to connect "
+            "to (trainer-master, 29500).\n")
+    found = _findings(tmp_path, text)
+    assert found[0]["rule_id"] == "SIG303" and found[0]["severity"] == "error"  # escalated by its follow-on
+    assert found[0]["data"]["follow_on"] == ["SIG038"]
+    # a transient lookup failure that did not stop the job stays a warning
+    alone = _findings(tmp_path, text.splitlines(keepends=True)[0])
+    assert _one(alone, "SIG303")["severity"] == "warning"
+
+
+@pytest.mark.parametrize("warn, title", [
+    ("GIN is disabled.", "NCCL_GIN_ENABLE=0"),
+    ("Communicator does not support symmetric memory!", "symmetric memory is off"),
+    ("No GIN-capable devices found.", "GPU-initiated networking"),
+])
+def test_nccl_gin_requirements_name_what_is_missing(tmp_path, warn, title):
+    # NCCL src/gin/gin_host.cc ncclGinConnectOnce WARNs, and torch's "Last error:" copy of the last one
+    text = (f"node12:88121:88190 [0] NCCL WARN {warn}\n"
+            "[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            "NCCLUtils.cpp:77, internal error - please report this issue to the NCCL developers, NCCL version 2.30.4\n"
+            f"[rank0]: Last error:\n[rank0]: {warn}\n")
+    found = _findings(tmp_path, text)
+    assert found[0]["rule_id"] == "SIG509" and title in found[0]["title"]

@@ -42,6 +42,7 @@ def cuda_version_check(
         None, "--fleet", help="TOML file of node types ([[node]] name, driver, gpu or cc, count)."
     ),
     fmt: CheckFormat = typer.Option(CheckFormat.text, "--format", help="Output format."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json (as `scan` and `check` take it)."),
     python: str | None = typer.Option(
         None,
         "--python",
@@ -60,6 +61,10 @@ def cuda_version_check(
     from gpudoctor.compat import versioncheck as vc
     from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file
 
+    if json_out and fmt not in (CheckFormat.text, CheckFormat.json):
+        raise fail(f"--json and --format {fmt.value} ask for two formats: give one")
+    if json_out:
+        fmt = CheckFormat.json
     try:
         if fleet and (driver or gpu or cc):
             raise vc.InputError("--fleet cannot be combined with --driver / --gpu / --cc")

@@ -256,11 +256,24 @@ def _input_env(snap: Snapshot) -> dict[str, str]:
     return out
 
 
+def _only_info(cause: str, hits, hit_ids: set[str]) -> bool:
+    """Whether every hit of signature ``cause`` reads, through its ``cases``, as info: then it is not a problem
+    and cannot be the cause of another error (an out-of-memory message listing one process, this job itself,
+    does not absorb the out-of-memory finding; listing several does)."""
+    entry = _BY_ID.get(cause)
+    own = [h for h in hits if h.id == cause]
+    if entry is None or not own or not entry.get("cases"):
+        return False
+    return all(((_case(entry, h.groups, None, hit_ids) or {}).get("severity") or entry["severity"]) == "info"
+               for h in own)
+
+
 def _suppressed(entry: dict, hit_ids: set[str], hits=()) -> tuple[bool, list[str]]:
-    """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``), it is a
+    """Whether a hit of ``entry`` is reported inside another finding: its causes matched (``follows``; a cause
+    that reads as info here does not count, :func:`_only_info`), it is a
     family's generic form (``fallback``) and a specific signature of that family matched, or it carries another
     error's text (``wraps``) and another signature matched on its first line (``hits``: every SignatureHit)."""
-    causes = [c for c in entry.get("follows", []) if c in hit_ids]
+    causes = [c for c in entry.get("follows", []) if c in hit_ids and not _only_info(c, hits, hit_ids)]
     if causes:
         return True, causes
     if entry.get("fallback"):
@@ -321,6 +334,7 @@ def _register_signature(entry: dict) -> None:
 
 
 _ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))
+_BY_ID: dict[str, dict] = {e["id"]: e for e in _ENTRIES}
 _FAMILY: dict[str, str] = {e["id"]: e.get("family", "") for e in _ENTRIES}
 _FOLLOWS: dict[str, tuple[str, ...]] = {e["id"]: tuple(e.get("follows", ())) for e in _ENTRIES}
 _SEVERITY: dict[str, str] = {e["id"]: e["severity"] for e in _ENTRIES}

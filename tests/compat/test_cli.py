@@ -145,3 +145,11 @@ def test_pin_with_a_cuda_major_that_does_not_exist_is_bad_input():
     with pytest.raises(PinError, match="no CUDA 99.x exists"):
         parse_pin("2.5.1+cu999")
     assert parse_pin("2.5.1+cu124").variant == "cu124" and parse_pin("2.5.1+cpu").variant == "cpu"
+
+
+def test_json_flag_is_the_json_format_and_clashes_with_another_format():
+    a = cvc("--torch", "2.1.0+cu121", "--driver", "470.182.03", "--json")
+    b = cvc("--torch", "2.1.0+cu121", "--driver", "470.182.03", "--format", "json")
+    assert a.exit_code == b.exit_code == 1 and json.loads(a.output) == json.loads(b.output)
+    clash = cvc("--torch", "2.1.0+cu121", "--driver", "470.182.03", "--json", "--format", "junit")
+    assert clash.exit_code == 2 and "two formats" in clash.output
