@@ -13,7 +13,11 @@ not positive-definite, DDP of a module with no trainable parameter, of a lazy mo
 and (2026-12-03, fourth run) torch.load of a GPU checkpoint into a full GPU, fully_shard of a scalar parameter, a
 DTensor mixed with a plain tensor, all_gather_into_tensor and all_to_all_single with sizes that do not fit the group,
 ncclCommInitRank with a rank past the rank count, NCCL_SOCKET_IFNAME naming no interface (two ranks) or a prefix, an
-FSDP module with parameter CPU offload moved to the GPU, and DataLoader workers collating images of two sizes.
+FSDP module with parameter CPU offload moved to the GPU, and DataLoader workers collating images of two sizes;
+and (2026-12-04) the NCCL watchdog timing out a collective, the store port taken, the store waiting for a rank that
+never starts, a store host that does not resolve, DDP with an unused parameter and with a layer checkpointed twice,
+a cuda:1 checkpoint loaded on one GPU, CUDA in a forked child, a hidden GPU, set_device past the GPU count, a Triton
+kernel's illegal address, DataLoader workers under a low descriptor limit, and torch.compile without a C compiler.
 Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
@@ -266,6 +270,122 @@ if __name__ == "__main__":
         print(batch.shape)
 """
 
+# added 2026-12-04 (sixth run): a collective stuck behind a kernel past the process group's timeout (the NCCL
+# watchdog), an illegal address written by a Triton kernel, the store port already taken, rank 0 waiting for a
+# rank that never comes, a store host name that does not resolve, DDP with a parameter left out of the loss, DDP
+# with one layer run twice under reentrant checkpointing, a checkpoint saved on cuda:1 loaded on a one-GPU host,
+# CUDA used in a forked child, DataLoader workers under a 64-descriptor limit (this process's own rlimit), a
+# hidden GPU (CUDA_VISIBLE_DEVICES=1), set_device past the GPU count, and torch.compile without a C compiler
+WATCHDOG = """
+import os, datetime, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29531")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0),
+                        timeout=datetime.timedelta(seconds=10))
+t = torch.ones(1 << 20, device="cuda")
+dist.all_reduce(t); torch.cuda.synchronize()
+torch.cuda._sleep(int(2e11))  # a kernel that spins ~100 s, queued before the collective
+dist.all_reduce(t)
+torch.cuda.synchronize()
+"""
+TRITON_OOB = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def poke(p):
+    tl.store(p + (1 << 40), 1.0)
+
+x = torch.zeros(1, device="cuda")
+poke[(1,)](x)
+torch.cuda.synchronize()
+print(x)
+"""
+PORT_TAKEN = """
+import os, socket, torch, torch.distributed as dist
+s = socket.socket(); s.bind(("0.0.0.0", 29532)); s.listen()  # another job's store on the port
+os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = "29532"
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+"""
+STORE_WAIT = """
+import os, datetime, torch, torch.distributed as dist
+os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = "29533"
+dist.init_process_group("nccl", rank=0, world_size=2, timeout=datetime.timedelta(seconds=15),
+                        device_id=torch.device("cuda", 0))
+"""
+STORE_HOST_UNRESOLVED = """
+import os, datetime, torch, torch.distributed as dist
+os.environ["MASTER_ADDR"] = "trainer-master-0.invalid"; os.environ["MASTER_PORT"] = "29534"
+dist.init_process_group("nccl", rank=1, world_size=2, timeout=datetime.timedelta(seconds=15))
+"""
+DDP_UNUSED = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29535")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.used = torch.nn.Linear(8, 8); self.head2 = torch.nn.Linear(8, 2)
+    def forward(self, x): return self.used(x)  # head2 never takes part in the loss
+m = DDP(Net().cuda(), device_ids=[0])
+for _ in range(2):
+    m(torch.randn(4, 8, device="cuda")).sum().backward()
+"""
+DDP_READY_TWICE = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.checkpoint import checkpoint
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29536")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.block = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        x = checkpoint(self.block, x, use_reentrant=True)
+        return checkpoint(self.block, x, use_reentrant=True)  # the same layer twice
+m = DDP(Net().cuda(), device_ids=[0], find_unused_parameters=True)
+m(torch.randn(4, 8, device="cuda", requires_grad=True)).sum().backward()
+"""
+LOAD_CUDA1 = """
+import io, torch
+buf = io.BytesIO()
+torch.save({"w": torch.ones(2, device="cuda:0")}, buf, _use_new_zipfile_serialization=False)
+raw = buf.getvalue().replace(b"cuda:0", b"cuda:1")  # as saved by the rank that ran on GPU 1
+open("/tmp/ckpt_rank1.pt", "wb").write(raw)
+torch.load("/tmp/ckpt_rank1.pt", weights_only=True)
+"""
+CUDA_FORK = """
+import multiprocessing as mp, torch
+torch.zeros(1, device="cuda")  # CUDA is initialised in the parent
+def child(): torch.zeros(1, device="cuda")
+p = mp.get_context("fork").Process(target=child); p.start(); p.join()
+print("child exit code", p.exitcode)
+"""
+FD_LIMIT = """
+import resource, torch
+from torch.utils.data import DataLoader, Dataset
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # this process's own limit, as a low `ulimit -n` gives
+torch.multiprocessing.set_sharing_strategy("file_descriptor")
+class Many(Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i): return [torch.zeros(4) for _ in range(100)]
+if __name__ == "__main__":
+    for _ in DataLoader(Many(), batch_size=None, num_workers=2): pass
+"""
+HIDDEN_GPU = """
+import torch
+print("device_count", torch.cuda.device_count())
+torch.zeros(1, device="cuda")
+"""
+SET_DEVICE_PAST = """
+import torch
+torch.cuda.set_device(3)
+torch.zeros(1, device="cuda")
+"""
+COMPILE_NO_CC = """
+import torch
+f = torch.compile(lambda x: torch.sin(x) * 2 + 1)
+print(f(torch.randn(64, device="cuda")).sum().item())
+"""
+
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
 FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -296,6 +416,17 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "all-to-all-split-sizes": (["-c", ALLTOALL_SPLITS], {}),
     "nccl-invalid-rank": (["-c", NCCL_INVALID_RANK], {"NCCL_DEBUG": "WARN"}),
     "fsdp-cpu-offload-moved": (["-c", FSDP_OFFLOAD_MOVED], {}),
+    # added 2026-12-04 (sixth run)
+    "nccl-watchdog-timeout": (["-c", WATCHDOG], {"NCCL_DEBUG": "WARN"}),
+    "store-port-in-use": (["-c", PORT_TAKEN], {}),
+    "store-waits-for-rank": (["-c", STORE_WAIT], {}),
+    "store-host-unresolvable": (["-c", STORE_HOST_UNRESOLVED], {}),
+    "ddp-unused-parameter": (["-c", DDP_UNUSED], {}),
+    "ddp-checkpoint-ready-twice": (["-c", DDP_READY_TWICE], {}),
+    "torch-load-cuda1-one-gpu": (["-c", LOAD_CUDA1], {}),
+    "cuda-in-forked-child": (["-c", CUDA_FORK], {}),
+    "cuda-visible-devices-hides-gpu": (["-c", HIDDEN_GPU], {"CUDA_VISIBLE_DEVICES": "1"}),
+    "set-device-past-count": (["-c", SET_DEVICE_PAST], {}),
 }
 TIMEOUT_S = 120
 
@@ -369,6 +500,19 @@ def main() -> int:
     collate = out / "collate_sizes.py"  # DataLoader workers re-import the main module: a file
     collate.write_text(COLLATE_SIZES)
     faults["dataloader-collate-sizes"] = ([py, str(collate)], {})
+    # added 2026-12-04 (sixth run): programs that must be files (Triton reads its kernel's source; DataLoader
+    # workers re-import the main module); torch.compile with no C compiler on PATH (fresh caches, so Triton must
+    # build its launcher)
+    for name, prog, env in (("triton-illegal-address", TRITON_OOB, {}), ("dataloader-fd-limit", FD_LIMIT, {})):
+        f = out / f"{name.replace('-', '_')}.py"
+        f.write_text(prog)
+        faults[name] = ([py, str(f)], env)
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="nocc-")
+    faults["compile-no-c-compiler"] = ([py, "-c", COMPILE_NO_CC], {
+        "PATH": os.path.dirname(py), "CC": "", "TRITON_CACHE_DIR": f"{cache}/triton",
+        "TORCHINDUCTOR_CACHE_DIR": f"{cache}/inductor"})
     only = set(sys.argv[2:])  # optional: run only these faults
     for name, (args, env) in faults.items():
         if only and name not in only:

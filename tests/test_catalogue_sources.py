@@ -516,8 +516,6 @@ BENIGN = [
     "gpu1:2201:2201 [0] NCCL INFO comm 0x55d0 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE",
     "  ✗ SIG208 Ranks on one host cannot share memory or see each other's GPUs (separate containers or namespaces)",
     "Summary: 1 error, 0 warnings, 0 info · 115 passed, 50 not assessed, 12 not applicable",
-    "[W1201 10:00:00.5 socket.cpp:697] [c10d] The IPv6 network addresses of (localhost, 29500) cannot be retrieved "
-    "(gai error: -3 - Temporary failure in name resolution).",
     "[W socket.cpp:464] [c10d] The server socket on [::]:29500 is not yet listening (errno: 111 - Connection "
     "refused), will retry.",
     "[rank0]:[E813 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because "

@@ -1,6 +1,6 @@
-"""`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, runs of 2026-12-02 and three of
-2026-12-03; records in docs/examples/h200-fault-logs-2026-12-02/ and h200-fault-logs-2026-12-03/): each log, as the
-program printed it, names its cause, with nothing left unexplained."""
+"""`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, runs of 2026-12-02, five of
+2026-12-03 and one of 2026-12-04; records in docs/examples/h200-fault-logs-2026-12-02/ and
+h200-fault-logs-2026-12-03/): each log, as the program printed it, names its cause, with nothing left unexplained."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,6 +50,20 @@ EXPECTED = {
     # 2026-12-03, fifth run (18:17 UTC)
     "fsdp-cpu-offload-moved": "SIG473",        # FSDP(cpu_offload=CPUOffload(offload_params=True)) then .cuda()
     "dataloader-collate-sizes": "SIG474",      # 2 DataLoader workers collating 3x224x224 and 3x256x224 images
+    # 2026-12-04, sixth run (04:25 UTC): launcher, store, DDP and Triton faults
+    "nccl-watchdog-timeout": "SIG022",         # an all_reduce queued behind a ~100 s kernel, 10 s timeout
+    "store-port-in-use": "SIG040",             # init_process_group on a port another socket holds
+    "store-waits-for-rank": "SIG014",          # world size 2, only rank 0 starts
+    "store-host-unresolvable": "SIG303",       # MASTER_ADDR=trainer-master-0.invalid (torch 2.11: the IPv6 form)
+    "ddp-unused-parameter": "SIG052",          # a layer never used in forward, find_unused_parameters off
+    "ddp-checkpoint-ready-twice": "SIG053",    # one layer checkpointed twice (use_reentrant=True) under DDP
+    "torch-load-cuda1-one-gpu": "SIG459",      # a checkpoint saved on cuda:1 loaded on a one-GPU host
+    "cuda-in-forked-child": "SIG068",          # CUDA initialised, then used in a fork()ed multiprocessing child
+    "cuda-visible-devices-hides-gpu": "SIG015",  # CUDA_VISIBLE_DEVICES=1 on a one-GPU host
+    "set-device-past-count": "SIG065",         # torch.cuda.set_device(3) with one GPU
+    "triton-illegal-address": "SIG023",        # a Triton kernel storing past its buffer without a mask
+    "dataloader-fd-limit": "SIG084",           # RLIMIT_NOFILE 64, sharing strategy file_descriptor
+    "compile-no-c-compiler": "SIG327",         # torch.compile with CC='': Triton's launcher build fails
 }
 #: captured to see what a real host prints; no fault for check to name (each must stay free of errors)
 HEALTHY = ("nccl-socket-ifname-prefix",)  # NCCL_SOCKET_IFNAME=e on a host whose only e* interface is eth0

@@ -130,6 +130,24 @@ def test_an_ipv6_loopback_retry_warning_is_not_an_error(tmp_path):
     assert f["severity"] == "info" and "IPv6" in f["title"]
 
 
+_V6 = ("[W1204 04:26:10.5 socket.cpp:768] [c10d] The IPv6 network addresses of (trainer-master-0.invalid, 29500) "
+       "cannot be retrieved (gai error: -2 - Name or service not known).\n")
+
+
+def test_a_lone_ipv6_lookup_failure_is_info_only(tmp_path):
+    """Windows and IPv4-only hosts print it for a name that later connects: no error without a connect failure."""
+    f = _one(_findings(tmp_path, _V6), "SIG303")
+    assert f["severity"] == "info"
+
+
+def test_an_ipv6_lookup_failure_then_a_connect_timeout_is_the_unresolvable_host(tmp_path):
+    """torch >= 2.x looks the name up as IPv6 with IPv4 mapped in: the failed lookup is why the connect timed out."""
+    found = _findings(tmp_path, _V6 + "torch.distributed.DistNetworkError: The client socket has timed out after "
+                                      "30000ms while trying to connect to (trainer-master-0.invalid, 29500).\n")
+    f = _one(found, "SIG303")
+    assert f["severity"] == "error" and "does not resolve" in f["title"]
+
+
 def test_an_invalid_ordinal_with_mig_devices_names_mig(tmp_path):
     """Two MIG UUIDs in CUDA_VISIBLE_DEVICES for torchrun --nproc_per_node=2 (pytorch/pytorch#130181 class)."""
     found = _findings(tmp_path, "$ CUDA_VISIBLE_DEVICES=MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f,MIG-cba663e8-9bed-"

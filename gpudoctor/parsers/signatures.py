@@ -43,8 +43,9 @@ _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "war
                       "cannot", "can't", "timed out", "assertion", "not found", "not available", "not detected")
 # not error lines: traceback furniture (Python's, and the C++ 'frame #N:' lines of a c10::Error), source lines
 # Python echoes (a warning's `warnings.warn(...)` call), NAME=value lines of an environment dump, NCCL INFO;
-# a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank)
-_NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:File \"|\^+$|~+$|frame #\d+: "
+# a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank);
+# a "# ..." comment (a note the user or a harness wrote into the paste, a Markdown heading)
+_NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:#(?:\s|$)|File \"|\^+$|~+$|frame #\d+: "
                     r"|Traceback \(most recent call last\)|return |\w+ = |Last error:\s*$|>>> "
                     # IPython / Jupyter: "RuntimeError    Traceback (most recent call last)" and its "--> 197 code"
                     r"|\w+\s+Traceback \(most recent call last\)|-*> ?\d+ "
