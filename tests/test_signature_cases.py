@@ -440,3 +440,61 @@ def test_nccl_gin_requirements_name_what_is_missing(tmp_path, warn, title):
             f"[rank0]: Last error:\n[rank0]: {warn}\n")
     found = _findings(tmp_path, text)
     assert found[0]["rule_id"] == "SIG509" and title in found[0]["title"]
+
+
+_SELECT = "E1204 12:00:01.000000 4242 torch/_inductor/select_algorithm.py:2143] [0/0] "
+_SKIPPED = (_SELECT + "Runtime error during autotuning: \n" + _SELECT + "No valid triton configs. OutOfMemoryError: "
+            "out of resource: triton_mm Required: 131072 Hardware limit:101376 Reducing block sizes or `num_stages` "
+            "may help.. \n" + _SELECT + "Ignoring this choice.\n")
+_FATAL = ("torch._inductor.exc.InductorError: RuntimeError: No valid triton configs. OutOfMemoryError: out of "
+          "resource: triton_tem_fused_0 Required: 147456 Hardware limit:101376 Reducing block sizes or `num_stages` "
+          "may help.\n")
+
+
+def test_autotuning_candidates_that_do_not_fit_are_info_not_a_failure(tmp_path):
+    found = _findings(tmp_path, _SKIPPED * 3)
+    assert {f["rule_id"] for f in found if f["rule_id"].startswith("SIG")} == {"SIG510"}
+    assert _one(found, "SIG510")["severity"] == "info"
+
+
+def test_no_config_fitting_is_the_shared_memory_failure_with_the_kernel_named(tmp_path):
+    f = _one(_findings(tmp_path, _SKIPPED + _FATAL), "SIG314")
+    assert f["severity"] == "error"
+    assert "triton_tem_fused_0" in f["evidence"][0] and "147456" in f["evidence"][0]
+
+
+def test_a_block_with_too_many_threads_is_not_called_shared_memory(tmp_path):
+    f = _one(_findings(tmp_path, "triton.runtime.errors.OutOfResources: out of resource: threads, Required: 2048, "
+                                 "Hardware limit: 1024. Reducing block sizes or `num_stages` may help.\n"), "SIG314")
+    assert "threads" in f["title"] and "shared memory" not in f["evidence"][0]
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: upsample_nearest3d only supports output tensors with less than INT_MAX elements, but got "
+    "[1, 1, 1178, 1367, 1367]",
+    "RuntimeError: input tensor must fit into 32-bit index math",
+    "RuntimeError: Expected canUse32BitIndexMath(input) && canUse32BitIndexMath(output) to be true, but got false.  "
+    "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)",
+])
+def test_a_tensor_past_32_bit_indexing_is_named_not_memory(tmp_path, line):
+    found = _findings(tmp_path, line + "\n")
+    f = _one(found, "SIG511")
+    assert "2^31" in f["evidence"][0] and "SIG012" not in {x["rule_id"] for x in found}
+
+
+def test_cudnn_not_supported_is_a_configuration_not_a_second_install(tmp_path):
+    f = _one(_findings(tmp_path, "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if "
+                                 "you passed in a non-contiguous input.\n"), "SIG342")
+    assert "configuration" in f["title"] and "install" not in f["title"]
+    assert "contiguous" in f["remedy"]
+
+
+def test_cudnn_version_mismatch_still_blames_the_install(tmp_path):
+    f = _one(_findings(tmp_path, "RuntimeError: cuDNN error: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH\n"), "SIG342")
+    assert "install" in f["title"]
+
+
+def test_a_gil_held_at_the_heartbeat_kill_points_at_python(tmp_path):
+    f = _one(_findings(tmp_path, "[rank0]:[E1204 12:00:00.0 ProcessGroupNCCL.cpp:1500] [PG ID 0 PG GUID 0 Rank 0] "
+                                 "Could not acquire GIL within 300 ms on exit, possible GIL induced hang\n"), "SIG043")
+    assert "GIL" in f["title"] and "py-spy" in f["remedy"]

@@ -25,6 +25,11 @@ GD_FORMAT = ("gpudoctor report in a machine format (JUnit, Prometheus, HTML, Git
              "gpudoctor's rule documentation (explain, rules, docs/rules)")
 OTHER_JSON = "JSON (not a gpudoctor report)"
 OWN_OUTPUTS = (GD_TEXT, GD_CLUSTER, GD_VERSIONCHECK, GD_STREAM, GD_FORMAT, OTHER_JSON)
+#: a reference listing of error codes with their names and messages (every cudaError_t with cudaGetErrorString, an
+#: ncclResult_t / errno / cuDNN status enum, a header's enum block): it names every error, so it shows none happened
+CODE_TABLE = "table of error codes and their messages (a reference listing, not a log)"
+#: recognised, explained and never searched for error signatures (parsers/offline.py)
+NOT_INPUTS = OWN_OUTPUTS + (CODE_TABLE,)
 
 #: the first line of every terminal report gpudoctor prints (scan, check, smoke, bench, cluster), e.g.
 #: "gpudoctor 0.1.0 · 2026-11-29T13:18:51+00:00" or "gpudoctor 0.1.0 · cluster report · 2026-...": anywhere in the
@@ -106,6 +111,33 @@ _PY_WARNING = re.compile(r"^\S*\.py:\d+: [A-Z]\w*Warning:(?: |[ \t]*$)", re.M)
 BUG_REPORT_MARK = re.compile(r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version: \d"
                              r"|^_{44}[ \t]*\r?\n\r?\n\*\*\* /(?:proc|sys|etc|var)/", re.M)
 _BUG_REPORT_LITERALS = ("Start of NVIDIA bug report log file", "nvidia-bug-report.sh Version: ", "_" * 44)
+
+
+#: one row of an error-code table: a code and an error enum name, either order, separated by a tab, '|', ':', '=',
+#: ',' or spaces, e.g. "3\tcudaErrorInitializationError\tinitialization error", "cudaErrorInvalidValue = 1,",
+#: "| 2 | ncclSystemError | unhandled system error |", "ENOENT 2 No such file or directory"; the name carries an
+#: error-enum word (Error, Success, Status, Result, Fail, Invalid) or is an errno name (E + capitals)
+_CODE_NAME = r"(?:[A-Za-z_]\w*?(?i:error|success|status|result|fail|invalid)\w*|E[A-Z0-9]{2,})"
+_CODE_NUM = r"-?(?:0[xX][0-9a-fA-F]+|\d+)"
+_CODE_ROW = re.compile(rf"^[ \t|]*(?:{_CODE_NUM}[ \t]*[|:=,]?[ \t]*(?P<a>{_CODE_NAME})"
+                       rf"|(?P<b>{_CODE_NAME})[ \t]*[|:=,(]?[ \t]*{_CODE_NUM}\)?)(?:[ \t|:=,;]|$)")
+CODE_TABLE_MIN_ROWS = 8  # distinct names; a log that fails repeats one or two error names, a table lists them all
+
+
+def is_code_table(text: str, max_chars: int = 1 << 20) -> bool:
+    """Whether ``text`` is a table of error codes (see CODE_TABLE): at least CODE_TABLE_MIN_ROWS rows with distinct
+    names, making up 70 % of its non-empty lines (a header, a title or a separator line may stand around them)."""
+    if len(text) > max_chars:
+        return False
+    lines = [x for x in text.splitlines() if x.strip() and not set(x.strip()) <= set("-=+|: ")]
+    if len(lines) < CODE_TABLE_MIN_ROWS:
+        return False
+    names = []
+    for x in lines:
+        m = _CODE_ROW.match(x)
+        if m:
+            names.append(m.group("a") or m.group("b"))
+    return len(set(names)) >= CODE_TABLE_MIN_ROWS and len(names) >= 0.7 * len(lines)
 
 
 def is_bug_report_piece(text: str) -> bool:
@@ -292,6 +324,8 @@ def detect(text: str) -> list[str]:
         return [GD_VERSIONCHECK]
     if _gate(text, "format") and _GD_FORMAT.search(text):
         return [GD_FORMAT]
+    if is_code_table(text):
+        return [CODE_TABLE]
     if is_bug_report_piece(text):  # a bundle of dumps and logs: its sections are recognised one by one
         return [BUG_REPORT]
     kinds = [kind for kind, rx in _RULES if _gate(text, kind) and rx.search(text)]

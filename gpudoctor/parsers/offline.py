@@ -178,6 +178,9 @@ _OWN_OUTPUT_REASONS = {
                  "gpudoctor's rule documentation (`explain`, `rules`, docs/rules), which quotes the messages it looks "
                  "for: `check` reads the JSON report (`gpudoctor scan --save FILE`) and logs",
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
+    D.CODE_TABLE: "a table of error codes and their messages (such as every cudaError_t with cudaGetErrorString): "
+                  "a reference listing names every error, so it says nothing about what failed; pass the log of the "
+                  "run instead",
 }
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
 SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT) + tuple(
@@ -210,7 +213,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         text = unwrap_json_lines(text)
         kinds = [k for k in kinds if k != D.JSON_LINES]
     info = InputFile(path=path, kinds=list(kinds))
-    own = next((k for k in kinds if k in D.OWN_OUTPUTS), None)
+    own = next((k for k in kinds if k in D.NOT_INPUTS), None)
     if own is not None:  # explained, never parsed and never searched for error signatures
         return f"{path}: {_OWN_OUTPUT_REASONS[own]}"
     if D.JSON in kinds:

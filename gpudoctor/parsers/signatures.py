@@ -102,6 +102,20 @@ def _quoted_mention(t: str, ls: int, start: int) -> bool:
 _LOOKAROUND = re.compile(r"\(\?<?[=!]")  #: the opening of a look-ahead / look-behind group, or an escaped look-alike
 
 
+#: how many lines after a match a signature's look-ahead may read ("... Ignoring this choice." two lines on)
+LOOKAHEAD_LINES = 4
+
+
+def _lines_on(t: str, pos: int, n: int, stop: int) -> int:
+    """The end of the ``n``-th line after offset ``pos`` in ``t`` (a line end), at most ``stop``."""
+    for _ in range(n):
+        nxt = t.find("\n", pos + 1)
+        if nxt < 0 or nxt >= stop:
+            return stop
+        pos = nxt
+    return pos
+
+
 def _re2_form(rx: str) -> str:
     """A signature regex as re2 reads it like Python's re with MULTILINE: look-arounds dropped (re2 has none: a
     superset, Python's re decides) and ``(?m)`` so that ^ and $ match at line ends, as they do in Python."""
@@ -242,7 +256,13 @@ class _Engine:
                         return
                     ls = max(pos, t.rfind("\n", 0, s0 + m2.start()) + 1)
                     le = t.find("\n", s0 + m2.end())  # re-match up to the end of re2's last line (not into the next:
-                    m = self.rx(i).search(t, ls, stop if le < 0 or le > stop else le)  # '$' holds at endpos)
+                    end = stop if le < 0 or le > stop else le  # '$' holds at endpos)
+                    if self._peeks(i):  # a look-ahead may read the lines after the match: let it see a few
+                        m = self.rx(i).search(t, ls, _lines_on(t, end, LOOKAHEAD_LINES, stop))
+                        if m is not None and m.start() > end:
+                            m = None  # a match further on: re2 finds its own candidate for it
+                    else:
+                        m = self.rx(i).search(t, ls, end)
                     if m is not None:
                         pos = m.end()
                         yield m
@@ -267,6 +287,10 @@ class _Engine:
             raw = block.encode("utf-8", "surrogatepass")
             self._raw_key, self._raw = key, raw if len(raw) == len(block) else None
         return self._raw
+
+    def _peeks(self, i: int) -> bool:
+        """Whether signature ``i`` has a look-ahead (which may read past the lines re2 matched)."""
+        return "(?=" in self.pattern[i] or "(?!" in self.pattern[i]
 
     def _re2_exact(self, i: int) -> Any:
         """Signature ``i`` compiled by re2 with its groups, when re2 reads it exactly as Python does on ASCII text

@@ -62,11 +62,46 @@ def _csv_key(header: str) -> str:
     return key.replace("clocks_throttle_reasons.", "clocks_event_reasons.")
 
 
+#: the shape of the cells that identify a row (nvidia-smi --help-query-gpu / --help-query-compute-apps): a line
+#: whose cell in one of these columns has another shape is text after the table, not a row ("N/A" is a value)
+_ROW_SHAPE = {
+    "index": re.compile(r"\d+\Z"),
+    "pid": re.compile(r"\d+\Z"),
+    "uuid": re.compile(r"(?:GPU|MIG)-[0-9A-Za-z/-]+\Z"),
+    "gpu_uuid": re.compile(r"(?:GPU|MIG)-[0-9A-Za-z/-]+\Z"),
+    "pci.bus_id": re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z"),
+    "gpu_bus_id": re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z"),
+    "memory.used": re.compile(r"\d+(?: MiB)?\Z"),
+    "memory.total": re.compile(r"\d+(?: MiB)?\Z"),
+    "used_gpu_memory": re.compile(r"\d+(?: MiB)?\Z"),
+    "used_memory": re.compile(r"\d+(?: MiB)?\Z"),
+    "timestamp": re.compile(r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?\Z"),
+}
+
+
+def _row(line: str, keys: list[str], free: int | None) -> list[str] | None:
+    """The cells of ``line`` when it is a row of the table of ``keys`` (cell count and identifying cells' shapes),
+    else None; cells past the count are rejoined in column ``free`` (nvidia-smi does not quote)."""
+    cells = [c.strip() for c in line.split(",")]
+    if len(cells) > len(keys) and free is not None:
+        extra = len(cells) - len(keys)
+        cells[free:free + extra + 1] = [", ".join(cells[free:free + extra + 1])]
+    if len(cells) != len(keys):
+        return None
+    for k, c in zip(keys, cells, strict=True):
+        shape = _ROW_SHAPE.get(k)
+        if shape is not None and not na(c) and not shape.match(c):
+            return None
+    return cells
+
+
 def _csv_table(text: str, header: re.Pattern, free_text: str, what: str) -> tuple[list[str], list[list[str]], int]:
     """(keys, rows, skipped) of an nvidia-smi ``--format=csv`` table: the first line matching ``header`` (other
-    text may precede it) gives the keys (units dropped, old names renamed); a repeated header is skipped; a row
-    with more cells than keys has them rejoined in the ``free_text`` column (nvidia-smi does not quote, and GPU
-    names and command lines can hold commas); rows with another cell count are skipped and counted.
+    text may precede it) gives the keys (units dropped, old names renamed); a repeated header is skipped (a sample
+    loop repeats it; a second capture of the command starts a table again); a row with more cells than keys has them
+    rejoined in the ``free_text`` column (GPU names and command lines can hold commas). The table ends at the first
+    line that is not a row (:func:`_row`), so the log pasted after it is never read as rows; a non-row line with a
+    row right after it (a wrapped or cut line inside the table) is skipped and counted.
     Raises ParseError without a header line (``what`` names the format)."""
     lines = [ln for ln in clean(text).split("\n") if ln.strip()]
     start = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
@@ -74,18 +109,21 @@ def _csv_table(text: str, header: re.Pattern, free_text: str, what: str) -> tupl
         raise ParseError(f"no {what} CSV header line")
     keys = [_csv_key(h) for h in lines[start].split(",")]
     free = keys.index(free_text) if free_text in keys else None
-    rows, skipped = [], 0
-    for line in lines[start + 1:]:
+    rows, skipped, in_table = [], 0, True
+    body = lines[start + 1:]
+    for i, line in enumerate(body):
         if header.match(line):
-            continue  # the header again (a sample loop may repeat it)
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) > len(keys) and free is not None:
-            extra = len(cells) - len(keys)
-            cells[free:free + extra + 1] = [", ".join(cells[free:free + extra + 1])]
-        if len(cells) == len(keys):
+            in_table = [_csv_key(h) for h in line.split(",")] == keys
+            continue
+        if not in_table:
+            continue
+        cells = _row(line, keys, free)
+        if cells is not None:
             rows.append(cells)
+        elif i + 1 < len(body) and _row(body[i + 1], keys, free) is not None:
+            skipped += 1
         else:
-            skipped += 1  # a wrapped or truncated line, or text after the table
+            in_table = False  # the table ended: what follows is other text
     return keys, rows, skipped
 
 

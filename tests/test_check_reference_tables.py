@@ -1,0 +1,86 @@
+"""Inputs that hold error names without an error having happened: a table of every CUDA error code and string is a
+reference listing, not a log; an nvidia-smi CSV block ends where the log pasted after it begins."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.parsers import detect as D
+from gpudoctor.parsers.smi_csv import parse_compute_apps_csv, parse_query_csv
+
+FIX = Path(__file__).parent / "fixtures"
+TABLE = FIX / "h200-text" / "cuda-error-strings.txt"  # cudaGetErrorName/String for every code, libcudart 13 on H200
+runner = CliRunner()
+
+
+def _check(*paths: Path) -> tuple[int, dict]:
+    res = runner.invoke(app, ["check", *map(str, paths), "--format", "json"])
+    return res.exit_code, (json.loads(res.stdout) if res.stdout.strip().startswith("{") else {})
+
+
+def test_the_cuda_error_table_of_a_real_host_is_a_reference_listing():
+    assert D.detect(TABLE.read_text()) == [D.CODE_TABLE]
+
+
+def test_a_folder_holding_the_table_gets_no_error_findings_from_it(tmp_path):
+    (tmp_path / "cuda-error-strings.txt").write_text(TABLE.read_text())
+    (tmp_path / "nvidia-smi.txt").write_text((FIX / "h200-text" / "nvidia-smi.txt").read_text())
+    rc, doc = _check(tmp_path)
+    assert rc in (0, 1), doc
+    assert not [f for f in doc["findings"] if f["rule_id"].startswith("SIG")]
+
+
+def test_the_table_alone_is_refused_with_the_reason(tmp_path):
+    p = tmp_path / "codes.txt"
+    p.write_text(TABLE.read_text())
+    res = runner.invoke(app, ["check", str(p)])
+    assert res.exit_code == 2 and "table of error codes" in res.output
+
+
+def test_other_table_shapes_are_recognised():
+    names = ["ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError", "ncclInvalidArgument",
+             "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress", "ncclNumResults"]  # nccl.h.in, 2.28
+    enum = "typedef enum {\n" + "".join(f"    {n} = {i},\n" for i, n in enumerate(names)) + "} ncclResult_t;\n"
+    errno = "\n".join(f"{n}\t{i}\t{s}" for i, (n, s) in enumerate([
+        ("EPERM", "Operation not permitted"), ("ENOENT", "No such file or directory"), ("ESRCH", "No such process"),
+        ("EINTR", "Interrupted system call"), ("EIO", "Input/output error"), ("ENXIO", "No such device or address"),
+        ("E2BIG", "Argument list too long"), ("ENOEXEC", "Exec format error"), ("EBADF", "Bad file descriptor")], 1))
+    assert D.detect(errno) == [D.CODE_TABLE]
+    assert D.is_code_table(enum)
+
+
+def test_a_log_that_repeats_an_error_name_is_still_a_log():
+    line = ("[rank{r}]: RuntimeError: CUDA error: an illegal memory access was encountered "
+            "(cudaErrorIllegalAddress 700)\n")
+    text = "".join(f"{r} cudaErrorIllegalAddress on rank {r}\n" + line.format(r=r) for r in range(16))
+    assert D.CODE_TABLE not in D.detect(text)
+
+
+_QUERY = ("index, name, memory.used [MiB], memory.total [MiB]\n"
+          "0, NVIDIA H200, 140000 MiB, 143771 MiB\n"
+          "1, NVIDIA H200, 1 MiB, 143771 MiB\n")
+
+
+def test_a_query_csv_ends_at_the_first_line_that_is_not_a_row():
+    log = ("[rank1]: Traceback (most recent call last):\n"
+           "[rank1]:   x, y, z, w = batch\n"  # four comma-separated cells, as many as the header has
+           "[rank1]: RuntimeError: NCCL error, rank 1, unhandled system error, NCCL version 2.21.5\n")
+    facts = parse_query_csv(_QUERY + log)
+    assert len(facts.gpus) == 2
+
+
+def test_a_sample_loop_with_repeated_headers_keeps_every_sample():
+    facts = parse_query_csv(_QUERY + _QUERY.replace("140000", "139000"))
+    assert len(facts.gpus) == 2 and facts.gpus[0].memory_used_bytes == 139000 << 20
+
+
+def test_a_compute_apps_csv_does_not_take_log_lines_as_processes():
+    text = ("pid, process_name, used_gpu_memory [MiB]\n"
+            "4242, python3, 70000 MiB\n"
+            "12, epochs done, loss 0.52\n"  # three cells, the first a number: a log line, not a process
+            "torch.OutOfMemoryError: CUDA out of memory, tried to allocate 2.00 GiB, GPU 0\n")
+    rows = parse_compute_apps_csv(text)
+    assert [p.pid for _, _, p in rows] == [4242]
