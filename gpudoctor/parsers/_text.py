@@ -104,6 +104,54 @@ def unquote(text: str, limit: int = 1 << 20) -> str:
     return _QUOTE.sub("", text) if lines and quoted >= 0.8 * len(lines) else text
 
 
+_ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
+#: what log collectors write before every line of a program's output, most specific first: the Kubernetes CRI log
+#: file (/var/log/containers/*.log: "<RFC 3339 time> stderr F <line>", P for a line the runtime split), `kubectl logs
+#: --timestamps` / `docker logs -t` ("<RFC 3339 time> <line>"), journald's short and short-iso forms ("Dec 04 12:00:00
+#: host unit[pid]: <line>"; kernel lines keep theirs, parsers/dmesg.py reads it), `srun --label` ("  3: <line>", the
+#: task id right-aligned) and `docker compose logs` ("trainer-1  | <line>")
+LINE_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("cri", re.compile(rf"^{_ISO} (?:stdout|stderr) (?P<tag>[FP]) ?")),
+    ("journald", re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?"
+                            r"[+-]\d\d:?\d\d) [\w.-]+ (?!kernel:)[\w.@/:-]+?(?:\[\d+\])?: ")),
+    ("timestamps", re.compile(rf"^{_ISO} ")),
+    ("srun --label", re.compile(r"^ {0,4}\d{1,5}: ")),
+    ("compose", re.compile(r"^[\w.-]+-\d+ +\| ")),
+)
+
+
+def strip_line_prefixes(text: str, sample: int = 200) -> str:
+    """``text`` without the collector's prefix of LINE_PREFIXES on each line, when one prefix starts at least 80 % of
+    the first ``sample`` non-empty lines (a log saved by kubectl, the container runtime, journald, srun --label or
+    docker compose): tracebacks, multi-line messages and the code lines of a frame then read as the program printed
+    them. CRI lines tagged P (split by the runtime) are joined to the line that continues them. Other texts are
+    returned as they are."""
+    head = [x for x in text[: 1 << 16].split("\n", sample + 1)[:sample] if x.strip()]
+    if len(head) < 2:
+        return text
+    for name, rx in LINE_PREFIXES:
+        if sum(1 for x in head if rx.match(x)) < 0.8 * len(head):
+            continue
+        out: list[str] = []
+        partial = ""
+        for line in text.split("\n"):
+            m = rx.match(line)
+            if m is None:
+                out.append(partial + line)
+                partial = ""
+                continue
+            body = line[m.end():]
+            if name == "cri" and m.group("tag") == "P":
+                partial += body
+                continue
+            out.append(partial + body)
+            partial = ""
+        if partial:
+            out.append(partial)
+        return "\n".join(out)
+    return text
+
+
 #: the fields that carry a log line in JSON-lines logs: docker's json-file driver ("log"), Kubernetes / Cloud Logging
 #: exports ("textPayload", "message"), structured Python loggers ("msg", "message", "exc_info", "exception", "exc")
 JSON_LOG_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload", "exc_info", "exception", "exc", "traceback",

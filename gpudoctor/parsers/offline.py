@@ -20,7 +20,7 @@ from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
 from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
-from gpudoctor.parsers._text import clean, clip, unquote, unwrap_json_lines
+from gpudoctor.parsers._text import clean, clip, strip_line_prefixes, unquote, unwrap_json_lines
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
     _attach,
     _attach_processes,
@@ -208,10 +208,13 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
             text = clean(_ERASED.sub("", text))
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
         text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
+        text = strip_line_prefixes(text)  # kubectl / CRI / journald / srun --label / compose line prefixes
         kinds = D.detect(text)
-    elif D.JSON_LINES in kinds:  # a chunk of a large JSON-lines log (parsers/stream.py)
-        text = unwrap_json_lines(text)
-        kinds = [k for k in kinds if k != D.JSON_LINES]
+    else:
+        if D.JSON_LINES in kinds:  # a chunk of a large JSON-lines log (parsers/stream.py)
+            text = unwrap_json_lines(text)
+            kinds = [k for k in kinds if k != D.JSON_LINES]
+        text = strip_line_prefixes(text)
     info = InputFile(path=path, kinds=list(kinds))
     own = next((k for k in kinds if k in D.NOT_INPUTS), None)
     if own is not None:  # explained, never parsed and never searched for error signatures

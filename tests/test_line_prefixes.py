@@ -1,0 +1,80 @@
+"""Logs saved through a collector carry its prefix on every line (kubectl --timestamps, the Kubernetes CRI log file,
+journald, srun --label, docker compose): `check` reads them as the program printed them (parsers/_text.py
+strip_line_prefixes), so tracebacks fold and multi-line messages match as they do without the prefix."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.parsers._text import strip_line_prefixes
+
+runner = CliRunner()
+FIX = Path(__file__).parent / "fixtures" / "h200-fault-logs"
+
+PREFIXES = {
+    "kubectl --timestamps": "2026-12-04T12:00:00.123456789Z ",
+    "CRI log file": "2026-12-04T12:00:00.123456789Z stderr F ",
+    "journald": "Dec 04 12:00:00 gpu-node-3 python[4242]: ",
+    "journald short-iso": "2026-12-04T12:00:00+0000 gpu-node-3 train.sh[4242]: ",
+    "srun --label": " 12: ",
+    "docker compose": "trainer-1  | ",
+}
+UNKNOWN = '''Traceback (most recent call last):
+  File "/workspace/train.py", line 88, in <module>
+    main()
+  File "/workspace/lib.py", line 12, in frobnicate
+    raise WidgetError("the widget exploded")
+lib.WidgetError: the widget exploded
+'''
+
+
+def _doc(tmp_path: Path, text: str) -> dict:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    res = runner.invoke(app, ["check", str(p), "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    return json.loads(res.stdout)
+
+
+def _prefixed(text: str, prefix: str) -> str:
+    return "".join(prefix + line + "\n" for line in text.splitlines())
+
+
+@pytest.mark.parametrize("name", PREFIXES)
+def test_a_prefixed_traceback_folds_to_its_exception_line(tmp_path, name):
+    doc = _doc(tmp_path, _prefixed(UNKNOWN, PREFIXES[name]))
+    unexplained = next(f for f in doc["findings"] if f["rule_id"] == "SIG000")
+    assert unexplained["evidence"] == ["lib.WidgetError: the widget exploded"]
+
+
+@pytest.mark.parametrize("name", PREFIXES)
+@pytest.mark.parametrize("log,sid", [("compile-no-c-compiler.log", "SIG327"), ("nccl-watchdog-timeout.log", "SIG022")])
+def test_real_h200_fault_logs_behind_a_prefix_name_the_same_cause(tmp_path, name, log, sid):
+    doc = _doc(tmp_path, _prefixed((FIX / log).read_text(), PREFIXES[name]))
+    ids = {f["rule_id"] for f in doc["findings"] if f["severity"] == "error"}
+    assert sid in ids and "SIG000" not in {f["rule_id"] for f in doc["findings"]}
+
+
+def test_cri_partial_lines_are_joined():
+    text = ("2026-12-04T12:00:00.1Z stderr P RuntimeError: CUDA error: an illegal memory \n"
+            "2026-12-04T12:00:00.1Z stderr F access was encountered\n"
+            "2026-12-04T12:00:00.2Z stdout F step 10\n")
+    assert strip_line_prefixes(text).splitlines() == [
+        "RuntimeError: CUDA error: an illegal memory access was encountered", "step 10"]
+
+
+def test_kernel_lines_of_journalctl_keep_their_prefix_and_their_xid_is_read(tmp_path):
+    text = ("Dec 04 12:00:00 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has "
+            "fallen off the bus.\n"
+            "Dec 04 12:00:01 gpu-node-3 kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n")
+    assert strip_line_prefixes(text) == text
+    assert "LOG001" in {f["rule_id"] for f in _doc(tmp_path, text)["findings"]}
+
+
+def test_a_log_with_only_some_prefixed_lines_is_left_as_it_is():
+    text = "0: first\nplain line\nanother plain line\nand one more\nlast\n"
+    assert strip_line_prefixes(text) == text
