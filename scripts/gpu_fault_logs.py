@@ -17,7 +17,9 @@ FSDP module with parameter CPU offload moved to the GPU, and DataLoader workers 
 and (2026-12-04) the NCCL watchdog timing out a collective, the store port taken, the store waiting for a rank that
 never starts, a store host that does not resolve, DDP with an unused parameter and with a layer checkpointed twice,
 a cuda:1 checkpoint loaded on one GPU, CUDA in a forked child, a hidden GPU, set_device past the GPU count, a Triton
-kernel's illegal address, DataLoader workers under a low descriptor limit, and torch.compile without a C compiler.
+kernel's illegal address, DataLoader workers under a low descriptor limit, and torch.compile without a C compiler;
+and (2026-12-04, seventh run) a Triton kernel needing more shared memory than a block has, an upsampling output and a
+reflection pad input of more than 2^31 elements, and a depthwise convolution over a 3.77e9-element batch.
 Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
@@ -385,6 +387,43 @@ import torch
 f = torch.compile(lambda x: torch.sin(x) * 2 + 1)
 print(f(torch.randn(64, device="cuda")).sum().item())
 """
+# 2026-12-04, seventh run: kernels past a hardware or indexing limit
+TRITON_SMEM = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def mm(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m = tl.arange(0, M); n = tl.arange(0, N); k = tl.arange(0, K)
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for _ in range(4):
+        acc += tl.dot(tl.load(a + m[:, None] * K + k[None, :]), tl.load(b + k[:, None] * N + n[None, :]))
+    tl.store(c + m[:, None] * N + n[None, :], acc)
+
+M = N = K = 512  # 512x512 fp16 tiles: far more shared memory than one block may have
+a = torch.randn(M, K, device="cuda", dtype=torch.float16); b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+c = torch.empty(M, N, device="cuda")
+mm[(1,)](a, b, c, M, N, K, num_stages=4, num_warps=8)
+torch.cuda.synchronize()
+"""
+UPSAMPLE_INT_MAX = """
+import torch, torch.nn.functional as F
+x = torch.zeros(1, 1, 600, 700, 700, device="cuda", dtype=torch.half)  # x2 nearest: 2.35e9 output elements
+F.interpolate(x, scale_factor=2, mode="nearest")
+torch.cuda.synchronize()
+"""
+REFLECT_PAD_INT_MAX = """
+import torch, torch.nn.functional as F
+x = torch.zeros(2, 1, 2 ** 30 + 1, device="cuda", dtype=torch.half)  # 2^31 + 2 elements
+F.pad(x, (1, 1), mode="reflect")
+torch.cuda.synchronize()
+"""
+DEPTHWISE_BIG = """
+import torch
+conv = torch.nn.Conv2d(32, 32, 3, padding=1, groups=32).cuda()  # depthwise, as in EfficientNet
+with torch.no_grad():
+    conv(torch.randn(3200, 32, 192, 192, device="cuda"))  # 3.77e9 elements (pytorch/pytorch#155225)
+torch.cuda.synchronize()
+"""
 
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
@@ -427,6 +466,9 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "cuda-in-forked-child": (["-c", CUDA_FORK], {}),
     "cuda-visible-devices-hides-gpu": (["-c", HIDDEN_GPU], {"CUDA_VISIBLE_DEVICES": "1"}),
     "set-device-past-count": (["-c", SET_DEVICE_PAST], {}),
+    "upsample-int-max": (["-c", UPSAMPLE_INT_MAX], {}),
+    "reflection-pad-int-max": (["-c", REFLECT_PAD_INT_MAX], {}),
+    "depthwise-conv-large-batch": (["-c", DEPTHWISE_BIG], {}),
 }
 TIMEOUT_S = 120
 
@@ -503,7 +545,8 @@ def main() -> int:
     # added 2026-12-04 (sixth run): programs that must be files (Triton reads its kernel's source; DataLoader
     # workers re-import the main module); torch.compile with no C compiler on PATH (fresh caches, so Triton must
     # build its launcher)
-    for name, prog, env in (("triton-illegal-address", TRITON_OOB, {}), ("dataloader-fd-limit", FD_LIMIT, {})):
+    for name, prog, env in (("triton-illegal-address", TRITON_OOB, {}), ("dataloader-fd-limit", FD_LIMIT, {}),
+                            ("triton-shared-memory", TRITON_SMEM, {})):  # seventh run
         f = out / f"{name.replace('-', '_')}.py"
         f.write_text(prog)
         faults[name] = ([py, str(f)], env)

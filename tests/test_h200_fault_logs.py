@@ -1,5 +1,5 @@
 """`gpudoctor check` on failures made on an H200 host (scripts/gpu_fault_logs.py, runs of 2026-12-02, five of
-2026-12-03 and one of 2026-12-04; records in docs/examples/h200-fault-logs-2026-12-02/ and
+2026-12-03 and two of 2026-12-04; records in docs/examples/h200-fault-logs-2026-12-02/ and
 h200-fault-logs-2026-12-03/): each log, as the program printed it, names its cause, with nothing left unexplained."""
 from __future__ import annotations
 
@@ -64,6 +64,9 @@ EXPECTED = {
     "triton-illegal-address": "SIG023",        # a Triton kernel storing past its buffer without a mask
     "dataloader-fd-limit": "SIG084",           # RLIMIT_NOFILE 64, sharing strategy file_descriptor
     "compile-no-c-compiler": "SIG327",         # torch.compile with CC='': Triton's launcher build fails
+    # 2026-12-04, seventh run (13:08 UTC): kernels past a hardware or indexing limit
+    "triton-shared-memory": "SIG314",          # 512x512 fp16 tiles: 1048576 bytes of shared memory, limit 232448
+    "reflection-pad-int-max": "SIG511",        # F.pad(mode="reflect") of 2^31 + 2 elements
 }
 #: captured to see what a real host prints; no fault for check to name (each must stay free of errors)
 HEALTHY = ("nccl-socket-ifname-prefix",)  # NCCL_SOCKET_IFNAME=e on a host whose only e* interface is eth0
