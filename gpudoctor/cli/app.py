@@ -81,7 +81,7 @@ def scan(
                                      "'Training script' area (rules LNT, `gpudoctor lint`). Repeatable."),
 ):
     """Probe this host, check the rules, run the confirmation runs on the GPUs, print the report."""
-    out = output_spec(fmt, json_out, output)
+    out = output_spec(fmt, json_out, output, save)
     from gpudoctor.cli.perf import _load_baseline
 
     perf_baseline = _load_baseline(baseline)
@@ -177,7 +177,7 @@ def smoke(
     fail_on: FailOn = fail_on_option(),
 ):
     """DDP BERT smoke step: per-step forward/backward/optimizer times, memory, sync check, scaling efficiency."""
-    out = output_spec(fmt, json_out, output)
+    out = output_spec(fmt, json_out, output, save)
     report = _confirm_report(cpu, python, nproc, timeout, keep_logs, tasks=["ddp"],
                              model=model.value if model else None, batch=batch, seq=seq, steps=steps,
                              warmup_steps=warmup, scaling=scaling.value, baseline=not no_baseline)
@@ -213,7 +213,7 @@ def bench_allreduce(
     fail_on: FailOn = fail_on_option(),
 ):
     """All-reduce sweep: algbw/busbw (nccl-tests definitions), correctness, and pinned copy bandwidth per GPU."""
-    out = output_spec(fmt, json_out, output)
+    out = output_spec(fmt, json_out, output, save)
     from gpudoctor.confirm.plan import normalize_dtype, parse_size
 
     try:
@@ -252,7 +252,7 @@ def check(
     naming it on stderr and exit code 2; the other inputs are still diagnosed and reported. Ctrl-C while a large
     log is read reports what was read so far and exits 130.
     """
-    out = output_spec(fmt, json_out, output)
+    out = output_spec(fmt, json_out, output, save)
     clash = _written_input(paths, [("--save", save), ("--output", output)])
     if clash:
         raise fail(clash)

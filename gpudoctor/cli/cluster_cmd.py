@@ -61,7 +61,7 @@ def cluster(
     torchrun --nnodes N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST:PORT -m gpudoctor cluster\n
     srun --nodes N --ntasks-per-node 1 python -m gpudoctor cluster
     """
-    out = output_spec(fmt, json_out, output)
+    out = output_spec(fmt, json_out, output, save)
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:

@@ -94,10 +94,33 @@ class Out:
     path: str | None = None
 
 
-def output_spec(fmt: Format | None, json_out: bool, output: str | None) -> Out:
-    """--format / --json / --output as one value; --json with another --format is a usage error."""
+def unwritable(path: str) -> str | None:
+    """Why ``path`` cannot take a report (a folder, a missing or read-only folder, a read-only file), or None when
+    it can; asked before a scan or a check runs, so its result is not lost to a typo after minutes of work."""
+    if os.path.isdir(path):
+        return "is a directory"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"no such directory {parent}"
+    if os.path.exists(path):
+        return None if os.access(path, os.W_OK) else "permission denied"
+    return None if os.access(parent, os.W_OK | os.X_OK) else f"permission denied (directory {parent})"
+
+
+def ensure_writable(targets: list[tuple[str, str | None]]) -> None:
+    """Exit 2 with one line for the first of (flag, path) whose path cannot be written (:func:`unwritable`)."""
+    for flag, path in targets:
+        why = unwritable(path) if path else None
+        if why:
+            raise fail(f"{flag} {path}: cannot write there: {why}")
+
+
+def output_spec(fmt: Format | None, json_out: bool, output: str | None, save: str | None = None) -> Out:
+    """--format / --json / --output as one value; --json with another --format is a usage error, and so is an
+    --output or --save path that cannot be written (checked now, before the work)."""
     if json_out and fmt not in (None, Format.json):
         raise fail(f"--json and --format {fmt.value} disagree; give one")
+    ensure_writable([("--output", output), ("--save", save)])
     return Out("json" if json_out else (fmt.value if fmt else "text"), output)
 
 
@@ -109,32 +132,44 @@ def write_report(report, out: Out, save: str | None, verbose: bool, renderer, fa
     from gpudoctor.reports import jsonout
 
     fail_on = fail_on or FailOn.error
+    save_error = None
     if save:
         try:
             jsonout.save(report, save)
-        except OSError as exc:
-            if on_save_error is not None:
-                on_save_error()
-            raise fail(f"cannot write {save}: {exc.strerror or exc}") from exc
+        except OSError as exc:  # the report is still printed below: what was measured is not lost
+            save_error = f"cannot write {save}: {exc.strerror or exc}"
     if out.fmt == "text" and out.path is None:
         renderer(report, report_console(), verbose=verbose)
-        if save:
+        if save and save_error is None:
             from rich.console import Console
 
             Console(stderr=True).print(f"[dim]report saved to {save}[/]")
+        _raise_save_error(save_error, on_save_error)
         return
     from gpudoctor.reports.outputs import render, write_atomic
 
     text = render(report, out.fmt, fail_on.value, verbose, renderer, scrub=False)  # callers scrubbed it
     if out.path is None:
         sys.stdout.write(text)
+        _raise_save_error(save_error, on_save_error)
         return
     try:
         write_atomic(out.path, text)
     except OSError as exc:
         if on_save_error is not None:
             on_save_error()
-        raise fail(f"cannot write {out.path}: {exc.strerror or exc}") from exc
+        sys.stdout.write(text)  # the report, on stdout instead of the file: not lost
+        raise fail(f"cannot write {out.path}: {exc.strerror or exc} (the report was printed instead)") from exc
+    _raise_save_error(save_error, on_save_error)
+
+
+def _raise_save_error(message: str | None, on_save_error) -> None:
+    """Exit 2 for a --save that failed (after the report was printed), calling ``on_save_error`` first."""
+    if message is None:
+        return
+    if on_save_error is not None:
+        on_save_error()
+    raise fail(message + " (the report was printed)")
 
 
 def exit_code(report_or_findings, fail_on: FailOn) -> int:

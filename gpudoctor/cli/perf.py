@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from gpudoctor.cli.app import FailOn, Out, emit, fail
-from gpudoctor.cli.output import fail_on_option, json_option, save_option, verbose_option
+from gpudoctor.cli.output import ensure_writable, fail_on_option, json_option, save_option, verbose_option
 
 baseline_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                            rich_markup_mode=None, help="Record a fleet baseline on a trusted node.")
@@ -49,6 +49,7 @@ def selftest(
     from gpudoctor.pipeline.errors import PipelineError
     from gpudoctor.pipeline.perf import run_selftest_report
 
+    ensure_writable([("--save", save)])
     base = _load_baseline(baseline)
     try:
         report = run_selftest_report(python, timeout, base)

@@ -1,0 +1,69 @@
+"""An --output / --save path that cannot be written is refused before the scan or check runs (exit 2, one line);
+one that fails at the end (disk full, a race) still leaves the report on the terminal."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.cli.output import unwritable
+
+runner = CliRunner()
+LOG = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def test_unwritable_names_the_reason(tmp_path):
+    assert unwritable(str(tmp_path)) == "is a directory"
+    assert unwritable(str(tmp_path / "no" / "r.json")).startswith("no such directory")
+    assert unwritable(str(tmp_path / "r.json")) is None
+
+
+@pytest.mark.parametrize("flag", ["--save", "--output"])
+def test_check_refuses_a_bad_path_before_reading_any_input(tmp_path, flag, monkeypatch):
+    import gpudoctor.pipeline.check as C
+
+    def boom(*a, **k):
+        raise AssertionError("the inputs were read before the output path was checked")
+
+    monkeypatch.setattr(C, "run_check", boom)
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    res = runner.invoke(app, ["check", str(log), flag, str(tmp_path / "missing" / "r.json")])
+    assert res.exit_code == 2 and "no such directory" in res.output
+
+
+def test_scan_refuses_a_bad_save_path_before_probing(tmp_path, monkeypatch):
+    import gpudoctor.pipeline.scan as P
+
+    monkeypatch.setattr(P, "run_scan", lambda *a, **k: (_ for _ in ()).throw(AssertionError("probed")))
+    res = runner.invoke(app, ["scan", "--save", str(tmp_path)])
+    assert res.exit_code == 2 and "is a directory" in res.output
+
+
+def test_a_save_that_fails_at_the_end_still_prints_the_report(tmp_path, monkeypatch):
+    from gpudoctor.reports import jsonout
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(jsonout, "save", full)
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    res = runner.invoke(app, ["check", str(log), "--save", str(tmp_path / "r.json")])
+    assert res.exit_code == 2
+    assert "SIG023" in res.output and "No space left on device" in res.output
+
+
+def test_an_output_file_that_fails_at_the_end_goes_to_stdout(tmp_path, monkeypatch):
+    from gpudoctor.reports import outputs
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(outputs, "write_atomic", full)
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    res = runner.invoke(app, ["check", str(log), "--format", "junit", "-o", str(tmp_path / "r.xml")])
+    assert res.exit_code == 2 and "<testsuites" in res.output and not Path(tmp_path / "r.xml").exists()
