@@ -6,9 +6,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
+from gpudoctor.parsers.offline import build_snapshot
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "h200-text"
 runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
@@ -49,3 +51,13 @@ def test_skipped_files_alone_do_not_change_the_exit_code(tmp_path: Path) -> None
     d = folder(tmp_path)
     (d / "dangling.txt").unlink()
     assert runner.invoke(app, ["check", "--fail-on", "never", str(d)]).exit_code == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_a_named_pipe_in_a_folder_is_skipped_not_opened(tmp_path):
+    """Opening a FIFO without a writer blocks forever: one found in a folder is listed as skipped, never opened."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "job.log").write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    snap, errors = build_snapshot([str(tmp_path)])
+    assert snap is not None and any("pipe: not a regular file" in e for e in errors)
+    assert {i.status for i in snap.inputs if i.path.endswith("pipe")} == {"skipped"}

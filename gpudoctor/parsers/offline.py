@@ -182,8 +182,11 @@ _OWN_OUTPUT_REASONS = {
                   "a reference listing names every error, so it says nothing about what failed; pass the log of the "
                   "run instead",
 }
+#: a named pipe, socket or device found in a folder: never opened (a pipe without a writer blocks the open); one
+#: named on the command line is read (`check <(kubectl logs ...)` passes a pipe)
+NOT_REGULAR = ": not a regular file (a named pipe, socket or device file), not opened"
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
-SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT) + tuple(
+SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT, NOT_REGULAR) + tuple(
     _OWN_OUTPUT_REASONS.values()
 )
 
@@ -312,7 +315,10 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
-        err = stream.parse_input(path, col, _parse_file, jobs, idle)
+        if path != "-" and os.path.abspath(path) not in named and not os.path.isfile(path):
+            err = f"{path}{NOT_REGULAR}"  # opening a named pipe in a folder would wait for a writer forever
+        else:
+            err = stream.parse_input(path, col, _parse_file, jobs, idle)
         if err:
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable
