@@ -75,3 +75,18 @@ def test_a_saved_report_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     bom.write_text("\ufeff" + src, encoding="utf-8")  # what Windows PowerShell's `>` writes
     code, out, err = run("--json", bom)
     assert code == 0 and "not valid JSON" not in err
+
+
+def test_html_reports_of_check_scan_and_cluster_are_own_outputs(tmp_path: Path) -> None:
+    """Their <title> names the command ('gpudoctor check of 1 input file(s): FAIL'); the page quotes evidence, so
+    reading it back must not turn the quoted error lines into findings."""
+    log = tmp_path / "job.log"
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    html = tmp_path / "r.html"
+    res = runner.invoke(app, ["check", str(log), "--format", "html", "-o", str(html)])
+    assert res.exit_code == 1 and "<title>gpudoctor check of" in html.read_text()
+    assert D.detect(html.read_text()) == [D.GD_FORMAT]
+    for title in ("gpudoctor cluster report, 4 node(s)", "gpudoctor report of gpu-a"):
+        assert D.detect(f"<!DOCTYPE html><html><head><title>{title}: FAIL</title></head></html>") == [D.GD_FORMAT]
+    again = runner.invoke(app, ["check", str(html)])
+    assert again.exit_code == 2 and "--format junit/prometheus/html" in again.output

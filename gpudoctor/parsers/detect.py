@@ -42,7 +42,8 @@ _GD_CVC = re.compile(r"^(?:::(?:error|warning) [^\n]*title=gpudoctor cuda-versio
 
 #: the marks of `--format junit|prometheus|html|github` (gpudoctor/reports/) and of `gpudoctor lint`'s text and
 #: github output: each quotes rule titles, evidence and remedies, so it is never read as an error log
-_GD_FORMAT = re.compile(r"<testsuites [^>]*name=\"gpudoctor\"|^# (?:HELP|TYPE) gpudoctor_\w+ |<title>gpudoctor report"
+_GD_FORMAT = re.compile(r"<testsuites [^>]*name=\"gpudoctor\"|^# (?:HELP|TYPE) gpudoctor_\w+ "
+                        r"|<title>gpudoctor (?:report|check|scan|cluster)\b"
                         r"|^::(?:error|warning|notice) [^\n]*title=(?:gpudoctor [A-Z]{3}\d{3}|LNT\d{3})"
                         r"|^\S+:\d+:\d+ LNT\d{3} "
                         # `gpudoctor explain ID` and the rule pages of docs/rules/ (ruledocs), `gpudoctor rules`
@@ -286,7 +287,7 @@ GATES: dict[str, tuple[str, ...]] = {
     COMMAND: ("docker", "podman", "singularity", "apptainer", "enroot", "srun", "mpirun", "torchrun", "kubectl"),
 }
 _OWN_GATES = {"cvc": ("cuda-version-check", "PASS  torch ", "FAIL  torch "),
-              "format": ("<testsuites ", " gpudoctor_", "<title>gpudoctor report", "::", " LNT", "Severity: **",
+              "format": ("<testsuites ", " gpudoctor_", "<title>gpudoctor ", "::", " LNT", "Severity: **",
                          "  error  ", "  warning  ", "  info  ")}
 
 
