@@ -498,3 +498,13 @@ def test_a_gil_held_at_the_heartbeat_kill_points_at_python(tmp_path):
     f = _one(_findings(tmp_path, "[rank0]:[E1204 12:00:00.0 ProcessGroupNCCL.cpp:1500] [PG ID 0 PG GUID 0 Rank 0] "
                                  "Could not acquire GIL within 300 ms on exit, possible GIL induced hang\n"), "SIG043")
     assert "GIL" in f["title"] and "py-spy" in f["remedy"]
+
+
+@pytest.mark.parametrize("reason, needle", [
+    ("No route to host", "firewall"), ("Connection refused", "no peer listens"), ("Connection timed out", "timed out"),
+])
+def test_nccl_connect_failure_is_read_by_its_errno(tmp_path, reason, needle):
+    # NVIDIA/nccl src/misc/socket.cc (v2.17-v2.25): WARN "socketStartConnect: Connect to %s failed : %s"
+    f = _one(_findings(tmp_path, f"node2:4242:4300 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+                                 f"10.0.0.1<43211> failed : {reason}\n"), "SIG031")
+    assert needle in f["title"]
