@@ -283,8 +283,12 @@ def run_app(app) -> None:
             raise
         sys.exit(EXIT_INTERNAL)
     except Exception as exc:
+        from gpudoctor.compat.data import RulesDataError
         from gpudoctor.pipeline.errors import ScanInterrupted
 
+        if isinstance(exc, RulesDataError):  # the user's rule data override: their input, one line, exit 2
+            sys.stderr.write(f"gpudoctor: error: {exc}\n")
+            sys.exit(EXIT_USAGE)
         if isinstance(exc, ScanInterrupted):  # Ctrl-C while probing in smoke / bench / cluster: children are killed
             sys.stderr.write("gpudoctor: interrupted\n")
             sys.exit(130)

@@ -18,27 +18,58 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-def data_dirs() -> list[Path]:
-    """Folders searched for rule data, highest priority first."""
-    dirs = []
-    if os.environ.get("GPUDOCTOR_RULES_DIR"):
-        dirs.append(Path(os.environ["GPUDOCTOR_RULES_DIR"]))
+class RulesDataError(Exception):
+    """A rule data override (GPUDOCTOR_RULES_DIR) that cannot be used: not a folder, or a file that is not valid
+    TOML. The message is one line naming the path; the CLI prints it and exits 2."""
+
+
+def _shipped_dirs() -> list[Path]:
     pkg = Path(__file__).resolve().parent.parent
-    dirs += [pkg / "_rules_data", pkg.parent / "rules"]
-    return [d for d in dirs if d.is_dir()]
+    return [d for d in (pkg / "_rules_data", pkg.parent / "rules") if d.is_dir()]
+
+
+def data_dirs() -> list[Path]:
+    """Folders searched for rule data, highest priority first. Raises RulesDataError when GPUDOCTOR_RULES_DIR is
+    set but is not a folder (a typo must not silently fall back to the shipped data)."""
+    dirs = []
+    override = os.environ.get("GPUDOCTOR_RULES_DIR")
+    if override:
+        if not os.path.isdir(override):
+            raise RulesDataError(f"GPUDOCTOR_RULES_DIR={override}: not a folder "
+                                 "(unset it to use the shipped rule data)")
+        _warn_unknown_names(override)
+        dirs.append(Path(override))
+    return dirs + _shipped_dirs()
+
+
+@functools.cache
+def _warn_unknown_names(override: str) -> None:
+    """One warning on stderr per override folder listing its .toml files that no rule data file is named like
+    (a misspelt name is otherwise ignored without a word)."""
+    known = {p.name for d in _shipped_dirs() for p in d.glob("*.toml")}
+    odd = sorted(p.name for p in Path(override).glob("*.toml") if p.name not in known)
+    if odd and known:
+        what = "is not the name of a rule data file and is" if len(odd) == 1 else \
+            "are not names of rule data files and are"
+        sys.stderr.write(f"gpudoctor: warning: GPUDOCTOR_RULES_DIR={override}: {', '.join(odd)} {what} ignored "
+                         f"(known: {', '.join(sorted(known))})\n")
 
 
 @functools.cache
 def load(name: str) -> dict[str, Any]:
     """Parse ``<name>.toml`` from the first data folder that has it.
 
-    Raises FileNotFoundError when no folder has it (a broken install).
+    Raises FileNotFoundError when no folder has it (a broken install), RulesDataError for an override that is not
+    valid TOML or not a folder.
     """
     for d in data_dirs():
         path = d / f"{name}.toml"
         if path.is_file():
             with open(path, "rb") as fh:
-                return tomllib.load(fh)
+                try:
+                    return tomllib.load(fh)
+                except tomllib.TOMLDecodeError as exc:  # an override edited by hand (the shipped files are tested)
+                    raise RulesDataError(f"{path}: not valid TOML: {exc}") from None
     raise FileNotFoundError(f"rule data {name}.toml not found in {[str(d) for d in data_dirs()]}")
 
 
