@@ -315,6 +315,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
+        err: str | None
         if path != "-" and os.path.abspath(path) not in named and os.path.exists(path) and not os.path.isfile(path):
             err = f"{path}{NOT_REGULAR}"  # opening a named pipe in a folder would wait for a writer forever
         else:
