@@ -466,6 +466,7 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "cuda-in-forked-child": (["-c", CUDA_FORK], {}),
     "cuda-visible-devices-hides-gpu": (["-c", HIDDEN_GPU], {"CUDA_VISIBLE_DEVICES": "1"}),
     "set-device-past-count": (["-c", SET_DEVICE_PAST], {}),
+    # added 2026-12-04 (seventh run)
     "upsample-int-max": (["-c", UPSAMPLE_INT_MAX], {}),
     "reflection-pad-int-max": (["-c", REFLECT_PAD_INT_MAX], {}),
     "depthwise-conv-large-batch": (["-c", DEPTHWISE_BIG], {}),

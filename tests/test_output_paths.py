@@ -42,16 +42,22 @@ def test_scan_refuses_a_bad_save_path_before_probing(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "is a directory" in res.output
 
 
+def _disk_full(*a, **k):
+    raise OSError(28, "No space left on device")
+
+
+def _check_with(tmp_path: Path, monkeypatch, module, name: str, extra: list[str]):
+    """`check` of a one-line log with ``module.name`` (the writer) failing as on a full disk."""
+    monkeypatch.setattr(module, name, _disk_full)
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    return runner.invoke(app, ["check", str(log), *extra])
+
+
 def test_a_save_that_fails_at_the_end_still_prints_the_report(tmp_path, monkeypatch):
     from gpudoctor.reports import jsonout
 
-    def full(*a, **k):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(jsonout, "save", full)
-    log = tmp_path / "job.log"
-    log.write_text(LOG)
-    res = runner.invoke(app, ["check", str(log), "--save", str(tmp_path / "r.json")])
+    res = _check_with(tmp_path, monkeypatch, jsonout, "save", ["--save", str(tmp_path / "r.json")])
     assert res.exit_code == 2
     assert "SIG023" in res.output and "No space left on device" in res.output
 
@@ -59,11 +65,6 @@ def test_a_save_that_fails_at_the_end_still_prints_the_report(tmp_path, monkeypa
 def test_an_output_file_that_fails_at_the_end_goes_to_stdout(tmp_path, monkeypatch):
     from gpudoctor.reports import outputs
 
-    def full(*a, **k):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(outputs, "write_atomic", full)
-    log = tmp_path / "job.log"
-    log.write_text(LOG)
-    res = runner.invoke(app, ["check", str(log), "--format", "junit", "-o", str(tmp_path / "r.xml")])
+    res = _check_with(tmp_path, monkeypatch, outputs, "write_atomic",
+                      ["--format", "junit", "-o", str(tmp_path / "r.xml")])
     assert res.exit_code == 2 and "<testsuites" in res.output and not Path(tmp_path / "r.xml").exists()
