@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
 from gpudoctor.parsers import detect as D
+from gpudoctor.parsers.code_table import is_code_table, mask_code_tables, table_runs
 from gpudoctor.parsers.smi_csv import parse_compute_apps_csv, parse_query_csv
 
 FIX = Path(__file__).parent / "fixtures"
@@ -49,7 +50,7 @@ def test_other_table_shapes_are_recognised():
         ("EINTR", "Interrupted system call"), ("EIO", "Input/output error"), ("ENXIO", "No such device or address"),
         ("E2BIG", "Argument list too long"), ("ENOEXEC", "Exec format error"), ("EBADF", "Bad file descriptor")], 1))
     assert D.detect(errno) == [D.CODE_TABLE]
-    assert D.is_code_table(enum)
+    assert is_code_table(enum)
 
 
 def test_a_log_that_repeats_an_error_name_is_still_a_log():
@@ -84,3 +85,63 @@ def test_a_compute_apps_csv_does_not_take_log_lines_as_processes():
             "torch.OutOfMemoryError: CUDA out of memory, tried to allocate 2.00 GiB, GPU 0\n")
     rows = parse_compute_apps_csv(text)
     assert [p.pid for _, _, p in rows] == [4242]
+
+
+_NCCL_ROWS = [("0", "ncclSuccess", "no error"), ("1", "ncclUnhandledCudaError", "unhandled cuda error"),
+              ("2", "ncclSystemError", "unhandled system error"), ("3", "ncclInternalError", "internal error"),
+              ("4", "ncclInvalidArgument", "invalid argument"), ("5", "ncclInvalidUsage", "invalid usage"),
+              ("6", "ncclRemoteError", "remote process exited or there was a network error"),
+              ("7", "ncclInProgress", "NCCL operation in progress")]  # ncclGetErrorString, src/misc/utils.cc
+
+
+def _markdown(rows, header="| value | name | meaning |", row="| {0} | {1} | {2} |"):
+    return ("# NCCL result codes\n\nFrom nccl.h and ncclGetErrorString().\n\n" + header + "\n|---|---|---|\n"
+            + "".join(row.format(*r) + "\n" for r in rows))
+
+
+def test_markdown_tables_of_result_codes_are_reference_listings():
+    assert is_code_table(_markdown(_NCCL_ROWS))
+    assert is_code_table(_markdown(_NCCL_ROWS[:6]))  # six rows, names without an error word among them
+    assert is_code_table(_markdown(_NCCL_ROWS, "| code | meaning |", "| {0} | {2} ({1}) |"))  # the name in the text
+    assert is_code_table(_markdown(_NCCL_ROWS, "| name | code | meaning |", "| `{1}` | {0} | {2} |"))
+    assert is_code_table(_markdown(_NCCL_ROWS, "| name | meaning |", "| {1} | {2} |"))
+
+
+def test_a_code_table_in_notes_above_a_log_is_blanked_and_the_log_still_read(tmp_path):
+    log = ("[rank3]: Traceback (most recent call last):\n"
+           "[rank3]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+           "ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), "
+           "NCCL version 2.21.5\n"
+           "[rank3]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+           "[rank3]: Last error:\n[rank3]: Cuda failure 'out of memory'\n")
+    notes = _markdown(_NCCL_ROWS) + "\nWhat we saw on node 3 last night:\n\n```\n" + log + "```\n"
+    p = tmp_path / "notes.md"
+    p.write_text(notes)
+    assert not is_code_table(notes)
+    masked = mask_code_tables(notes)
+    assert masked.count("\n") == notes.count("\n") and "invalid usage" not in masked and "Cuda failure" in masked
+    rc, doc = _check(p)
+    sig = [f for f in doc["findings"] if f["rule_id"].startswith("SIG")]
+    assert sig, doc
+    text = json.dumps(sig)
+    assert "remote process exited" not in text and "invalid usage" not in text
+
+
+def test_a_folder_with_a_markdown_code_table_gets_nothing_from_it(tmp_path):
+    (tmp_path / "codes.md").write_text(_markdown(_NCCL_ROWS[:6]))
+    (tmp_path / "nvidia-smi.txt").write_text((FIX / "h200-text" / "nvidia-smi.txt").read_text())
+    rc, doc = _check(tmp_path)
+    assert not [f for f in doc["findings"] if f["rule_id"].startswith("SIG")], doc["findings"]
+
+
+def test_look_alikes_of_a_table_stay_logs_and_dumps():
+    env = "".join(f"NCCL_{k}={v}\n" for k, v in [("IB_TIMEOUT", 22), ("IB_RETRY_CNT", 7), ("NVLS_ENABLE", 0),
+                                                  ("P2P_DISABLE", 1), ("SHM_DISABLE", 1), ("BUFFSIZE", 8388608)])
+    assert not table_runs(env)
+    srun = "".join(f"{r}: ncclCommInitRank comm 0x5555 rank {r} nranks 8 cudaDev {r} busId 1{r}000\n"
+                   for r in range(8))
+    assert not table_runs(srun)
+    ranks = "".join(f"| {r} | ncclSystemError |\n" for r in range(8))  # a user's table of what each rank hit
+    assert not table_runs("| rank | error |\n|---|---|\n" + ranks)
+    smi = (FIX / "h200-text" / "nvidia-smi.txt").read_text()
+    assert not table_runs(smi)

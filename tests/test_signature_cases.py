@@ -457,6 +457,53 @@ def test_autotuning_candidates_that_do_not_fit_are_info_not_a_failure(tmp_path):
     assert _one(found, "SIG510")["severity"] == "info"
 
 
+def _rejected(error: str, note: str = "") -> str:
+    """A candidate's rejection as select_algorithm logs it: log.error("Runtime error during autotuning: \\n%s.
+    \\nIgnoring this choice.", msg), msg = str(RuntimeError) + the note inductor appends (torch 2.1-2.13)."""
+    return f"{_SELECT}Runtime error during autotuning: \n{error}{note}. \nIgnoring this choice.\n"
+
+
+_ASYNC = ("\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+          "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with "
+          "`TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+
+
+@pytest.mark.parametrize("text", [
+    _rejected("CUDA error: invalid argument" + _ASYNC, "\n\nThis may mean this GPU is too small for max_autotune "
+              "mode.\n\n"),
+    _rejected("Triton Error [CUDA]: invalid argument", "\n\nThis may mean this GPU is too small for max_autotune "
+              "mode.\n\n"),
+    # torch 2.0: log.warning(msg) alone
+    "CUDA error: invalid argument" + _ASYNC + "\n\nThis may mean this GPU is too small for max_autotune mode.\n\n",
+])
+def test_the_error_a_rejected_candidate_quotes_is_part_of_the_rejection(tmp_path, text):
+    found = _findings(tmp_path, text + "step 10 loss 2.31\n")
+    assert {f["rule_id"] for f in found if f["rule_id"].startswith("SIG")} == {"SIG510"}, found
+
+
+def test_the_same_cuda_error_outside_autotuning_is_still_an_error(tmp_path):
+    text = _rejected("CUDA error: invalid argument", "\n\nThis may mean this GPU is too small for max_autotune "
+                     "mode.\n\n") + "step 10\nTraceback (most recent call last):\n  File \"t.py\", line 9\n" \
+        "RuntimeError: CUDA error: invalid argument\n"
+    found = _findings(tmp_path, text)
+    assert _one(found, "SIG057")["severity"] == "error"
+
+
+@pytest.mark.parametrize("error, note", [
+    ("CUDA error: an illegal memory access was encountered" + _ASYNC, "\n\nEither error in template or triton "
+     "bug.\n"),
+    ("CUDA error: unspecified launch failure" + _ASYNC, "\n\nAn unrecoverable unspecified launch failure was caught "
+     "during autotuning.\nPlease try re-running with TORCHINDUCTOR_AUTOTUNE_IN_SUBPROC=1.\n\n"),
+])
+def test_a_candidate_that_crashed_the_context_is_the_cause_of_the_later_crash(tmp_path, error, note):
+    later = ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"train.py\", line 40, in <module>\n"
+             f"[rank0]: RuntimeError: {error.splitlines()[0]}\n")
+    found = _findings(tmp_path, _rejected(error, note) + later)
+    assert found[0]["rule_id"] == "SIG512" and found[0]["severity"] == "error"
+    assert "TORCHINDUCTOR_AUTOTUNE_IN_SUBPROC=1" in found[0]["remedy"]
+    assert not [f for f in found if f["rule_id"] in ("SIG023", "SIG058", "SIG057")]
+
+
 def test_no_config_fitting_is_the_shared_memory_failure_with_the_kernel_named(tmp_path):
     f = _one(_findings(tmp_path, _SKIPPED + _FATAL), "SIG314")
     assert f["severity"] == "error"

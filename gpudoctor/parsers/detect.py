@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from gpudoctor.parsers.code_table import is_code_table
 from gpudoctor.parsers.nvidia_smi import NO_DRIVER as NO_DRIVER_MESSAGE
 from gpudoctor.parsers.nvidia_smi import WHOLE_MESSAGE as WHOLE_SMI_MESSAGE
 from gpudoctor.parsers.signatures import has_errorish, match_signatures
@@ -112,33 +113,6 @@ _PY_WARNING = re.compile(r"^\S*\.py:\d+: [A-Z]\w*Warning:(?: |[ \t]*$)", re.M)
 BUG_REPORT_MARK = re.compile(r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version: \d"
                              r"|^_{44}[ \t]*\r?\n\r?\n\*\*\* /(?:proc|sys|etc|var)/", re.M)
 _BUG_REPORT_LITERALS = ("Start of NVIDIA bug report log file", "nvidia-bug-report.sh Version: ", "_" * 44)
-
-
-#: one row of an error-code table: a code and an error enum name, either order, separated by a tab, '|', ':', '=',
-#: ',' or spaces, e.g. "3\tcudaErrorInitializationError\tinitialization error", "cudaErrorInvalidValue = 1,",
-#: "| 2 | ncclSystemError | unhandled system error |", "ENOENT 2 No such file or directory"; the name carries an
-#: error-enum word (Error, Success, Status, Result, Fail, Invalid) or is an errno name (E + capitals)
-_CODE_NAME = r"(?:[A-Za-z_]\w*?(?i:error|success|status|result|fail|invalid)\w*|E[A-Z0-9]{2,})"
-_CODE_NUM = r"-?(?:0[xX][0-9a-fA-F]+|\d+)"
-_CODE_ROW = re.compile(rf"^[ \t|]*(?:{_CODE_NUM}[ \t]*[|:=,]?[ \t]*(?P<a>{_CODE_NAME})"
-                       rf"|(?P<b>{_CODE_NAME})[ \t]*[|:=,(]?[ \t]*{_CODE_NUM}\)?)(?:[ \t|:=,;]|$)")
-CODE_TABLE_MIN_ROWS = 8  # distinct names; a log that fails repeats one or two error names, a table lists them all
-
-
-def is_code_table(text: str, max_chars: int = 1 << 20) -> bool:
-    """Whether ``text`` is a table of error codes (see CODE_TABLE): at least CODE_TABLE_MIN_ROWS rows with distinct
-    names, making up 70 % of its non-empty lines (a header, a title or a separator line may stand around them)."""
-    if len(text) > max_chars:
-        return False
-    lines = [x for x in text.splitlines() if x.strip() and not set(x.strip()) <= set("-=+|: ")]
-    if len(lines) < CODE_TABLE_MIN_ROWS:
-        return False
-    names = []
-    for x in lines:
-        m = _CODE_ROW.match(x)
-        if m:
-            names.append(m.group("a") or m.group("b"))
-    return len(set(names)) >= CODE_TABLE_MIN_ROWS and len(names) >= 0.7 * len(lines)
 
 
 def is_bug_report_piece(text: str) -> bool:

@@ -203,10 +203,12 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     ``in_bundle``: the text is one section of an nvidia-bug-report.log (parsers/bug_report.py).
     """
     from gpudoctor.parsers import launch_ranks
+    from gpudoctor.parsers.code_table import mask_code_tables
     from gpudoctor.parsers.offline_formats import FileParse, parse_formats
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
-    if kinds is None:
+    whole = kinds is None  # a file read whole, not one chunk of a large input
+    if whole:
         if "\x1b" in text:  # a coloured capture (FORCE_COLOR, `script`): formats are recognised on the plain text
             text = clean(_ERASED.sub("", text))
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
@@ -241,6 +243,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     parse_formats(fp, text, kinds)
     failures, parsed = fp.failures, fp.parsed
     sig_text = text if fp.sig_text is None else fp.sig_text
+    if whole:  # a table of error codes in the notes above a log names every error; none of them happened
+        sig_text = mask_code_tables(sig_text)
     spans: list[tuple[int, int]] = []
     errorish: list[tuple[int, int]] = []
     hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base, errorish=errorish)

@@ -442,12 +442,16 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     state: dict[int, tuple[list[int], list[str], dict[str, str], Spread]] = {}  # index -> ([count], lines, groups,
     # where)
     last: dict[int, re.Match[str]] = {}
+    enclosers = _enclosers(tuple((e["id"], tuple(e.get("keeps", ()))) for e in entries if e.get("encloses")))
+    inside: list[tuple[int, int, frozenset[str]]] = []  # (start, end, ids kept) of the enclosers' matches, by start
     n = len(t)
     for s0, s1 in _blocks(t, BLOCK):
         stop = min(n, s1 + OVERLAP)
         found, extras_here = eng.candidates(t[s0:stop], (id(t), s0, stop))
         for k in extras_here:
             extra_blocks.setdefault(k, []).append((s0, s1, stop))
+        if enclosers:  # their matches first: another signature's match inside one is part of it
+            found = sorted(found, key=lambda i: eng.ids[i] not in enclosers)
         for i in found:
             st = state.get(i)
             if st is not None and st[0][0] >= MAX_COUNT:
@@ -461,6 +465,10 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                 ls = t.rfind("\n", 0, m.start()) + 1
                 if _code_line(t, ls) or _quoted_mention(t, ls, m.start()):
                     continue  # quoted in code, a command or a configuration echo, not said by the program
+                if eng.ids[i] in enclosers:
+                    bisect.insort(inside, (m.start(), m.end(), enclosers[eng.ids[i]]))
+                elif inside and _enclosed(inside, m.start(), eng.ids[i]):
+                    continue  # the reason an encloser quotes (an autotuning candidate's error), not a failure
                 if i in last and t.find("\n", last[i].end(), m.start()) < 0:
                     last[i] = m
                     continue  # a second match on the same line: one occurrence
@@ -490,6 +498,22 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
         finish(hits[-1], spread, t, line_base, numbers)
     return hits
+
+
+@functools.cache
+def _enclosers(rows: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, frozenset[str]]:
+    """id -> the ids it keeps, of the entries with ``encloses`` (rules/signatures.toml)."""
+    return {sid: frozenset(keeps) for sid, keeps in rows}
+
+
+def _enclosed(inside: list[tuple[int, int, frozenset[str]]], pos: int, sid: str) -> bool:
+    """Whether offset ``pos`` lies in one of the encloser matches ``inside`` ((start, end, kept ids), sorted) that
+    does not keep ``sid``."""
+    k = bisect.bisect_right(inside, (pos, 1 << 62, frozenset())) - 1
+    for start, end, keeps in inside[max(0, k - 7):k + 1]:  # the latest few that start at or before pos
+        if start <= pos < end and sid not in keeps:
+            return True
+    return False
 
 
 def _find_in(rx: re.Pattern[str], t: str, blocks: list[tuple[int, int, int]]) -> Iterator[tuple[int, int]]:
