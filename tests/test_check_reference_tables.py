@@ -145,3 +145,13 @@ def test_look_alikes_of_a_table_stay_logs_and_dumps():
     assert not table_runs("| rank | error |\n|---|---|\n" + ranks)
     smi = (FIX / "h200-text" / "nvidia-smi.txt").read_text()
     assert not table_runs(smi)
+
+
+def test_a_report_saved_beside_its_log_does_not_count_the_log_twice(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n" * 3)
+    res = runner.invoke(app, ["check", str(log), "--save", str(tmp_path / "report.json")])
+    assert res.exit_code == 1 and (tmp_path / "report.json").is_file(), res.output
+    rc, doc = _check(tmp_path)
+    hit = next(f for f in doc["findings"] if f["rule_id"] == "SIG023")
+    assert hit["data"]["count"] == 3

@@ -21,6 +21,8 @@ PREFIXES = {
     "journald": "Dec 04 12:00:00 gpu-node-3 python[4242]: ",
     "journald short-iso": "2026-12-04T12:00:00+0000 gpu-node-3 train.sh[4242]: ",
     "srun --label": " 12: ",
+    "kubectl --prefix": "[pod/trainer-worker-3/pytorch] ",
+    "kubectl --prefix --timestamps": "[pod/trainer-worker-3/pytorch] 2026-12-04T12:00:00.123456789Z ",
     "docker compose": "trainer-1  | ",
 }
 UNKNOWN = '''Traceback (most recent call last):
@@ -48,7 +50,8 @@ def _prefixed(text: str, prefix: str) -> str:
 def test_a_prefixed_traceback_folds_to_its_exception_line(tmp_path, name):
     doc = _doc(tmp_path, _prefixed(UNKNOWN, PREFIXES[name]))
     unexplained = next(f for f in doc["findings"] if f["rule_id"] == "SIG000")
-    assert unexplained["evidence"] == ["lib.WidgetError: the widget exploded"]
+    # srun's task id is kept as torch's rank prefix
+    assert [e.removeprefix("[rank12]: ") for e in unexplained["evidence"]] == ["lib.WidgetError: the widget exploded"]
 
 
 @pytest.mark.parametrize("name", PREFIXES)
@@ -64,7 +67,35 @@ def test_cri_partial_lines_are_joined():
             "2026-12-04T12:00:00.1Z stderr F access was encountered\n"
             "2026-12-04T12:00:00.2Z stdout F step 10\n")
     assert strip_line_prefixes(text).splitlines() == [
-        "RuntimeError: CUDA error: an illegal memory access was encountered", "step 10"]
+        "RuntimeError: CUDA error: an illegal memory access was encountered", "", "step 10"]  # line numbers kept
+
+
+def test_a_match_after_joined_cri_lines_has_the_files_line_number(tmp_path):
+    head = "".join(f"2026-12-04T12:00:00.1Z stderr P {'x' * 100}\n" for _ in range(5))
+    text = head + "2026-12-04T12:00:00.1Z stderr F end\n" + \
+        "2026-12-04T12:00:00.2Z stderr F RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    f = next(f for f in _doc(tmp_path, text)["findings"] if f["rule_id"] == "SIG023")
+    assert f["data"]["first_line"] == 7
+
+
+def test_srun_task_ids_name_the_ranks_of_a_finding(tmp_path):
+    text = "".join(f"{r:>3}: step 10 loss 2.3\n" for r in range(8)) + \
+        "  5: RuntimeError: CUDA error: an illegal memory access was encountered\n" + \
+        "  6: [rank6]: RuntimeError: CUDA error: an illegal memory access was encountered\n"  # torchrun under srun
+    f = next(f for f in _doc(tmp_path, text)["findings"] if f["rule_id"] == "SIG023")
+    assert f["data"]["ranks"] == [5, 6]
+
+
+def test_journald_of_a_unit_mixed_with_kernel_lines_is_read_both_ways(tmp_path):
+    unit = "Dec 04 12:00:0{} gpu-node-3 python[4242]: "
+    kern = "Dec 04 12:00:0{} gpu-node-3 kernel: "
+    text = "".join(unit.format(i) + line + "\n" for i, line in enumerate(UNKNOWN.splitlines()[:3]))
+    text += kern.format(4) + "NVRM: Xid (PCI:0000:19:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n"
+    text += kern.format(5) + "NVRM: GPU 0000:19:00.0: GPU has fallen off the bus.\n"
+    text += "".join(unit.format(6) + line + "\n" for line in UNKNOWN.splitlines()[3:])
+    assert "\n    raise WidgetError" in strip_line_prefixes(text)  # the unit's lines lose their prefix
+    doc = _doc(tmp_path, text)
+    assert any(f["rule_id"] == "LOG001" and f["data"].get("xid") == 79 for f in doc["findings"])
 
 
 def test_kernel_lines_of_journalctl_keep_their_prefix_and_their_xid_is_read(tmp_path):

@@ -20,6 +20,12 @@ def test_unwritable_names_the_reason(tmp_path):
     assert unwritable(str(tmp_path / "r.json")) is None
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_new_file_is_found_before_the_work():
+    # root may write /proc by os.access; creating a file there fails: found by trying (the write is a temp + rename)
+    assert unwritable("/proc/gpudoctor-report.json") is not None
+
+
 @pytest.mark.parametrize("flag", ["--save", "--output"])
 def test_check_refuses_a_bad_path_before_reading_any_input(tmp_path, flag, monkeypatch):
     import gpudoctor.pipeline.check as C

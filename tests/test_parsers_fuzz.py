@@ -145,6 +145,7 @@ from gpudoctor.compat.pins import PinError, parse_pin, pins_from_file  # noqa: E
 from gpudoctor.facts.load import InputError, parse_document  # noqa: E402
 from gpudoctor.parsers import (  # noqa: E402
     _text,
+    code_table,
     hit_origin,
     launch_ranks,
     nccl_tests,
@@ -200,6 +201,8 @@ HELPERS = {
     "nccl_tests": (nccl_tests.parse_nccl_tests, ()),
     "unwrap_json_lines": (_text.unwrap_json_lines, ()), "unquote": (_text.unquote, ()),
     "package_list": (packages.looks_like_package_list, ()), "parse_packages": (packages.parse_packages, ParseError),
+    "strip_line_prefixes": (_text.strip_line_prefixes, ()), "mask_code_tables": (code_table.mask_code_tables, ()),
+    "is_code_table": (code_table.is_code_table, ()),
 }
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -38,3 +40,53 @@ def test_a_misspelt_file_name_is_warned_about_and_the_shipped_data_is_used(tmp_p
     r = _check(tmp_path, str(d))
     assert r.returncode == 1 and "SIG023" in r.stdout
     assert "threshold.toml is not the name of a rule data file" in r.stderr and "thresholds.toml" in r.stderr
+
+
+_ENTRY = """[[signature]]
+id = 'SIG900'
+title = 'Our storage mount went away'
+regex = '''Stale file handle'''
+severity = 'error'
+cause = 'The NFS server restarted.'
+remedy = 'Remount /data.'
+"""
+
+
+def _override(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    d = tmp_path / "site"
+    d.mkdir(exist_ok=True)
+    (d / "signatures.toml").write_text(text)
+    return _check(tmp_path, str(d))
+
+
+def test_a_sites_own_catalogue_is_used(tmp_path):
+    log = tmp_path / "job.log"
+    r = _override(tmp_path, _ENTRY)
+    log.write_text("OSError: [Errno 116] Stale file handle: '/data/shard-0001'\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GPUDOCTOR_RULES_DIR=str(tmp_path / "site"), NO_COLOR="1")
+    r = subprocess.run([sys.executable, "-m", "gpudoctor", "check", str(log)], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=str(tmp_path))
+    assert r.returncode == 1 and "SIG900" in r.stdout and "Remount /data." in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda t: t.replace("regex = '''Stale file handle'''\n", ""), "[[signature]] 1 (SIG900): no 'regex'"),
+    (lambda t: t.replace("Stale file handle", "Stale (file handle"), "regex does not compile"),
+    (lambda t: t.replace("severity = 'error'", "severty = 'error'"), "unknown key(s) severty"),
+    (lambda t: t.replace("'error'", "'fatal'"), "severity 'fatal' is not one of error, warning, info"),
+    (lambda t: t + "\n[[quiet]]\nregex = '(unclosed'\n", "[[quiet]] 1: regex does not compile"),
+    (lambda t: t + t, "id used twice"),
+])
+def test_a_broken_entry_of_a_sites_catalogue_is_a_one_line_error(tmp_path, edit, says):
+    r = _override(tmp_path, edit(_ENTRY))
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    assert r.returncode == 2 and says in last and "signatures.toml" in last, r.stderr
+    assert "Traceback" not in r.stderr and "re2" not in r.stderr
+
+
+def test_the_shipped_catalogue_has_the_shape_an_override_is_held_to():
+    import tomllib
+
+    from gpudoctor.compat.schema import signature_problems
+
+    assert signature_problems(tomllib.loads((ROOT / "rules" / "signatures.toml").read_text())) == []

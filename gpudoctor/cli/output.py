@@ -102,9 +102,28 @@ def unwritable(path: str) -> str | None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         return f"no such directory {parent}"
-    if os.path.exists(path):
-        return None if os.access(path, os.W_OK) else "permission denied"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"permission denied (directory {parent})"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "permission denied"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"permission denied (directory {parent})"
+    return _cannot_create_in(parent)
+
+
+def _cannot_create_in(folder: str) -> str | None:
+    """Why a file cannot be created in ``folder`` (the report is written to a temporary file there, then renamed),
+    found by creating and removing one: os.access says yes to root in /proc, /sys or a read-only mount."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".gpudoctor-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    return None
 
 
 def ensure_writable(targets: list[tuple[str, str | None]]) -> None:

@@ -60,17 +60,32 @@ def load(name: str) -> dict[str, Any]:
     """Parse ``<name>.toml`` from the first data folder that has it.
 
     Raises FileNotFoundError when no folder has it (a broken install), RulesDataError for an override that is not
-    valid TOML or not a folder.
+    valid TOML, not a folder, or not of the file's shape (compat/schema.py: a signature without a regex, ...).
     """
+    shipped = _shipped_dirs()
     for d in data_dirs():
         path = d / f"{name}.toml"
         if path.is_file():
             with open(path, "rb") as fh:
                 try:
-                    return tomllib.load(fh)
+                    doc = tomllib.load(fh)
                 except tomllib.TOMLDecodeError as exc:  # an override edited by hand (the shipped files are tested)
                     raise RulesDataError(f"{path}: not valid TOML: {exc}") from None
+            if d not in shipped:
+                _check_override(name, path, doc)
+            return doc
     raise FileNotFoundError(f"rule data {name}.toml not found in {[str(d) for d in data_dirs()]}")
+
+
+def _check_override(name: str, path: Path, doc: dict[str, Any]) -> None:
+    """Raise RulesDataError naming ``path`` and the first problem compat/schema.py finds in an override file."""
+    from gpudoctor.compat.schema import CHECKERS
+
+    check = CHECKERS.get(name)
+    problems = check(doc) if check is not None else []
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise RulesDataError(f"{path}: {'; '.join(problems[:3])}{more}")
 
 
 def threshold(section: str, key: str = "value") -> Any:

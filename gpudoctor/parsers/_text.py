@@ -105,49 +105,68 @@ def unquote(text: str, limit: int = 1 << 20) -> str:
 
 
 _ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
+_JOURNAL_TIME = r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?[+-]\d\d:?\d\d)"
 #: what log collectors write before every line of a program's output, most specific first: the Kubernetes CRI log
 #: file (/var/log/containers/*.log: "<RFC 3339 time> stderr F <line>", P for a line the runtime split), `kubectl logs
-#: --timestamps` / `docker logs -t` ("<RFC 3339 time> <line>"), journald's short and short-iso forms ("Dec 04 12:00:00
-#: host unit[pid]: <line>"; kernel lines keep theirs, parsers/dmesg.py reads it), `srun --label` ("  3: <line>", the
-#: task id right-aligned) and `docker compose logs` ("trainer-1  | <line>")
+#: --prefix` ("[pod/<pod>/<container>] <line>", with --timestamps the time after it), `kubectl logs --timestamps` /
+#: `docker logs -t` ("<RFC 3339 time> <line>"), journald's short and short-iso forms ("Dec 04 12:00:00 host
+#: unit[pid]: <line>"), `srun --label` ("  3: <line>", the task id right-aligned) and `docker compose logs`
+#: ("trainer-1  | <line>")
 LINE_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cri", re.compile(rf"^{_ISO} (?:stdout|stderr) (?P<tag>[FP]) ?")),
-    ("journald", re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?"
-                            r"[+-]\d\d:?\d\d) [\w.-]+ (?!kernel:)[\w.@/:-]+?(?:\[\d+\])?: ")),
+    ("kubectl --prefix", re.compile(rf"^\[pod/[^/\]\s]+/[^\]\s]+\] (?:{_ISO} )?")),
+    ("journald", re.compile(rf"^{_JOURNAL_TIME} [\w.-]+ (?!kernel:)[\w.@/:-]+?(?:\[\d+\])?: ")),
     ("timestamps", re.compile(rf"^{_ISO} ")),
-    ("srun --label", re.compile(r"^ {0,4}\d{1,5}: ")),
+    ("srun --label", re.compile(r"^ {0,4}(?P<task>\d{1,5}): ")),
     ("compose", re.compile(r"^[\w.-]+-\d+ +\| ")),
 )
+#: lines a prefix's log holds that keep their own prefix: journald's kernel lines, which parsers/dmesg.py reads with
+#: it ("Dec 04 12:00:00 host kernel: NVRM: Xid ..."): they count as that log's lines but are not rewritten
+_KEPT = {"journald": re.compile(rf"^{_JOURNAL_TIME} [\w.-]+ kernel: ")}
+#: torch's own rank prefix, which a line under srun --label may carry already (torchrun started by srun)
+_RANK_PREFIX = re.compile(r"\[rank\d+\]:")
 
 
 def strip_line_prefixes(text: str, sample: int = 200) -> str:
     """``text`` without the collector's prefix of LINE_PREFIXES on each line, when one prefix starts at least 80 % of
     the first ``sample`` non-empty lines (a log saved by kubectl, the container runtime, journald, srun --label or
     docker compose): tracebacks, multi-line messages and the code lines of a frame then read as the program printed
-    them. CRI lines tagged P (split by the runtime) are joined to the line that continues them. Other texts are
-    returned as they are."""
+    them. Other texts are returned as they are.
+
+    CRI lines tagged P (split by the runtime) are joined to the line that continues them, followed by as many empty
+    lines as were joined (line numbers stay those of the file). srun's task id becomes torch's ``[rankN]:`` prefix
+    (the task id is SLURM_PROCID, the rank when srun starts the training processes) unless the line carries torch's
+    own (torchrun under srun). journald's kernel lines keep their prefix (_KEPT)."""
     head = [x for x in text[: 1 << 16].split("\n", sample + 1)[:sample] if x.strip()]
     if len(head) < 2:
         return text
     for name, rx in LINE_PREFIXES:
-        if sum(1 for x in head if rx.match(x)) < 0.8 * len(head):
+        kept = _KEPT.get(name)
+        if sum(1 for x in head if rx.match(x) or (kept is not None and kept.match(x))) < 0.8 * len(head):
             continue
         out: list[str] = []
         partial = ""
+        joined = 0
         for line in text.split("\n"):
             m = rx.match(line)
             if m is None:
                 out.append(partial + line)
-                partial = ""
+                out.extend([""] * joined)
+                partial, joined = "", 0
                 continue
             body = line[m.end():]
             if name == "cri" and m.group("tag") == "P":
                 partial += body
+                joined += 1
                 continue
+            if name == "srun --label" and not _RANK_PREFIX.match(body):
+                body = f"[rank{int(m.group('task'))}]: {body}"
             out.append(partial + body)
-            partial = ""
+            out.extend([""] * joined)
+            partial, joined = "", 0
         if partial:
             out.append(partial)
+            out.extend([""] * joined)
         return "\n".join(out)
     return text
 

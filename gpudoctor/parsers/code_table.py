@@ -88,11 +88,11 @@ def is_code_table(text: str) -> bool:
     if not runs:
         return False
     lines = text.split("\n")
-    inside = set()
+    inside: set[int] = set()
     for a, b, _ in runs:
         inside.update(range(a, b))
     outside = [x for i, x in enumerate(lines) if i not in inside and x.strip() and not _FILLER.match(x)]
-    body = sum(1 for i in inside if lines[i].strip())
+    body = sum(1 for i in inside if lines[i].strip() != "")
     return len(outside) <= 3 or body >= 0.7 * (body + len(outside))
 
 

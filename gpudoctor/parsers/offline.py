@@ -208,7 +208,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
     whole = kinds is None  # a file read whole, not one chunk of a large input
-    if whole:
+    if kinds is None:
         if "\x1b" in text:  # a coloured capture (FORCE_COLOR, `script`): formats are recognised on the plain text
             text = clean(_ERASED.sub("", text))
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
@@ -411,6 +411,8 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
             for inp in snap.inputs:
                 if inp.path == path:
                     inp.note = f"{name} parsed, but this build has no Snapshot section for it"
+    if snap.logs is not None and col.lines and _same_logs(snap.logs, col):
+        snap.logs = None  # the saved report was made from these same logs: they are read again, not counted twice
     logs = snap.logs.model_copy(deep=True) if snap.logs is not None else LogFacts(
         source="logs and error text: " + ", ".join(i.path for i in col.inputs if "logs" in i.sections or i.kinds))
     logs.lines_scanned += col.lines
@@ -430,6 +432,14 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     snap.known_fields = known
     snap.duration_s = round(time.perf_counter() - t0, 3)
     return snap, errors
+
+
+def _same_logs(saved: LogFacts, col: Collected) -> bool:
+    """Whether every file a saved report's signature hits came from is among the text inputs read now (by file
+    name: a report saved beside its logs, `check run.log --save report.json`, then `check` of that folder)."""
+    theirs = {os.path.basename(p) for h in saved.signatures for p in h.files}
+    ours = {os.path.basename(i.path) for i in col.inputs if D.JSON not in i.kinds}
+    return bool(theirs) and theirs <= ours
 
 
 def load_path(path: str) -> Snapshot:

@@ -29,6 +29,16 @@ try:  # optional: google-re2 (pip install gpudoctor[fast]); measured ~100x faste
 except ImportError:  # pragma: no cover - depends on the environment
     _re2 = None
 
+
+def _re2_options() -> Any:
+    """re2 options, case-insensitive matching set by the caller; a pattern re2 cannot read raises (the caller falls
+    back to Python's re) without re2 logging its parse error to stderr (a site's own signatures may use constructs
+    only Python reads, such as back-references)."""
+    opts = _re2.Options()
+    opts.log_errors = False
+    return opts
+
+
 MAX_LINES = 3
 MAX_LINE_CHARS = 300
 MAX_COUNT = 10000   # matches counted per signature and text
@@ -209,7 +219,7 @@ class _Engine:
         self._low_key: tuple[int, int, int] | None = None  # (id(text), start, end) of the block self._low lower-cases
         self._low = ""
         if _re2 is not None:
-            opts = _re2.Options()
+            opts = _re2_options()
             opts.case_sensitive = False
             opts.never_capture = True
             opts.max_mem = 256 << 20
@@ -300,7 +310,7 @@ class _Engine:
             exact = None
             if _drop_lookarounds(rx) == rx:
                 form = "(?m)" + rx
-                opts = _re2.Options()
+                opts = _re2_options()
                 opts.case_sensitive = False
                 opts.max_mem = 64 << 20
                 try:
@@ -317,7 +327,7 @@ class _Engine:
 
     def _re2_pattern(self, i: int) -> Any:
         if i not in self._re2_cache:
-            opts = _re2.Options()
+            opts = _re2_options()
             opts.case_sensitive = False
             opts.never_capture = True
             try:
@@ -474,6 +484,9 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     continue  # a second match on the same line: one occurrence
                 if st is None:
                     st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None}, Spread())
+                elif _after_last_error(t, ls):  # the error NCCL says made the call fail: its values decide the case
+                    st[2].clear()
+                    st[2].update({k: v for k, v in m.groupdict().items() if v is not None})
                 st[0][0] += 1
                 last[i] = m
                 if spans is not None:
@@ -498,6 +511,19 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
         finish(hits[-1], spread, t, line_base, numbers)
     return hits
+
+
+#: torch's copy of ncclGetLastError(): "Last error:" alone on a line (after the rank prefix), the error on the next
+_LAST_ERROR_LINE = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)?[ \t]*Last error:[ \t\r]*")
+
+
+def _after_last_error(t: str, ls: int) -> bool:
+    """Whether the line of ``t`` starting at ``ls`` follows a "Last error:" line (torch's ProcessGroupNCCL prints
+    NCCL's last error there: the one that made the call fail, where earlier WARNs may be retries)."""
+    if ls < 2:
+        return False
+    ps = t.rfind("\n", 0, ls - 1) + 1
+    return ls - ps < 80 and _LAST_ERROR_LINE.fullmatch(t, ps, ls - 1) is not None
 
 
 @functools.cache
@@ -673,7 +699,7 @@ def has_errorish(text: str) -> bool:
 def _errorish_re2() -> Any:
     if _re2 is None:
         return None
-    opts = _re2.Options()
+    opts = _re2_options()
     opts.never_capture = True
     try:
         return _re2.compile(ERRORISH.pattern.encode(), opts)
@@ -685,7 +711,7 @@ def _errorish_re2() -> Any:
 def _errorish_prefilter() -> Any:
     """A fast test whether a block can contain an ERRORISH match (re2 when installed, else literals)."""
     if _re2 is not None:
-        opts = _re2.Options()
+        opts = _re2_options()
         opts.never_capture = True
         try:
             rx = _re2.compile(ERRORISH.pattern, opts)

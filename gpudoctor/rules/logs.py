@@ -33,6 +33,35 @@ def _logs(ctx):
     return ctx.snap.logs
 
 
+#: the id a signature lists in ``follows`` (rules/signatures.toml) for "an Xid that blames the hardware": the CUDA
+#: errors a process gets when its GPU fails under it (unspecified launch failure, ECC, NCCL's failed CUDA call) are
+#: reported inside that Xid's LOG001 finding
+XID_CAUSE = "LOG001"
+
+
+def hardware_xids(logs) -> list[tuple[int, str]]:
+    """(Xid, PCI bus id) of the kernel log's Xids that are errors blamed on the GPU, the node, the fabric or the
+    driver (rules/xid.toml): the failures CUDA errors of the same inputs follow from. Application Xids (13, 31, 43,
+    45, 94) are not: they are the kernel's echo of a fault the application made."""
+    table = data.load("xid").get("xid", {})
+    out = []
+    for x in logs.xids:
+        entry = table.get(str(x.xid)) or {}
+        if entry.get("severity") == "error" and entry.get("blame", "GPU") != "application":
+            key = (x.xid, x.pci_bus_id or "?")
+            if key not in out:
+                out.append(key)
+    return out
+
+
+def _hit_ids(logs) -> set[str]:
+    """Ids of the signatures that matched, plus XID_CAUSE when the kernel log holds a hardware Xid."""
+    ids = {h.id for h in logs.signatures}
+    if logs.xids and hardware_xids(logs):
+        ids.add(XID_CAUSE)
+    return ids
+
+
 @rule("SIG000")
 def unexplained(ctx):
     """Lists error-looking lines (Error, Exception, failed, WARN ...) of the given text that no signature matched."""
@@ -297,7 +326,7 @@ def _register_signature(entry: dict) -> None:
 
     def check(ctx):
         logs = _logs(ctx)
-        hit_ids = {h.id for h in logs.signatures}
+        hit_ids = _hit_ids(logs)
         for hit in logs.signatures:
             if hit.id == sid:
                 if _suppressed(entry, hit_ids, logs.signatures)[0]:
@@ -330,7 +359,7 @@ def _register_signature(entry: dict) -> None:
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"
     check.__name__ = f"signature_{sid.lower()}"
     define(sid, AREA, entry["severity"], entry["title"], why=entry["cause"], fix=entry["remedy"],
-         sources=entry["sources"], ok=f"no '{entry['title']}' in the logs")(check)
+         sources=entry.get("sources", []), ok=f"no '{entry['title']}' in the logs")(check)
 
 
 _ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))
@@ -372,6 +401,7 @@ def xids(ctx):
     for x in logs.xids:
         groups.setdefault((x.xid, x.pci_bus_id or "?"), []).append(x)
     causes = {bus for (code, bus) in groups if code not in FOLLOW_ON_XIDS}
+    hardware = hardware_xids(logs)
     for (code, bus), events in sorted(groups.items()):
         entry = table.get(str(code))
         if code in FOLLOW_ON_XIDS and bus in causes:
@@ -403,9 +433,27 @@ def xids(ctx):
         if follow:
             ev.append("follow-on on the same GPU (cleanup after this error, not a separate fault): "
                       + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
+        errors = _cuda_follow_ons(logs, hardware) if (code, bus) in hardware else []
+        for h in errors:
+            ev.append(f"follow-on ({h.id}, {h.count}x, caused by this Xid): {h.lines[0] if h.lines else ''}")
         yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
                           data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
-                                "follow_on": follow})
+                                "follow_on": follow, "follow_on_signatures": [h.id for h in errors]})
+
+
+def _cuda_follow_ons(logs, hardware: list[tuple[int, str]]) -> list:
+    """The signature hits that follow a hardware Xid (XID_CAUSE in their ``follows``) and are not reported inside a
+    signature cause of their own; listed under every hardware Xid of ``hardware`` (one GPU, as a rule)."""
+    hit_ids = _hit_ids(logs)
+    out = []
+    for h in logs.signatures:
+        entry = _BY_ID.get(h.id)
+        if entry is None or XID_CAUSE not in entry.get("follows", ()):
+            continue
+        causes = _suppressed(entry, hit_ids, logs.signatures)[1]
+        if causes == [XID_CAUSE] and not _suppressed(entry, hit_ids - {XID_CAUSE}, logs.signatures)[0]:
+            out.append(h)  # (one folded into another signature, a generic form or a wrapper, is listed there)
+    return out
 
 
 def _driver_fix(rows, snap) -> tuple[str, str] | None:

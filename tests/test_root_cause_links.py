@@ -1,0 +1,94 @@
+"""Follow-ons attached to their cause (issue 14 item 3): the CUDA errors of a process whose GPU failed are listed
+inside the kernel log's Xid finding; NCCL's "unhandled system error" inside the failed connect that raised it; the
+errno NCCL names under "Last error:" (the one that made the call fail) decides the connect's case, not a retry
+before it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+
+runner = CliRunner()
+
+
+def _check(*paths: Path) -> list[dict]:
+    res = runner.invoke(app, ["check", *map(str, paths), "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    return json.loads(res.stdout)["findings"]
+
+
+def _errors(found: list[dict]) -> list[str]:
+    return [f["rule_id"] for f in found if f["severity"] == "error"]
+
+
+# open-gpu-kernel-modules nvrm: "NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%d, name=%s, %s" (the pid / name since R525)
+def _dmesg(xid: int, text: str) -> str:
+    return f"[ 1234.567890] NVRM: Xid (PCI:0000:19:00): {xid}, pid=4242, name=python, {text}\n"
+
+
+# c10/cuda/CUDAException.cpp "CUDA error: %s" with cudaGetErrorString's text; NCCL's CUDACHECK "Cuda failure '%s'"
+_APP = ("[rank0]: Traceback (most recent call last):\n"
+        "[rank0]:   File \"/workspace/train.py\", line 40, in <module>\n"
+        "[rank0]:     loss.backward()\n"
+        "[rank0]: RuntimeError: CUDA error: {err}\n"
+        "node1:4242:4300 [0] NCCL WARN Cuda failure '{err}'\n")
+
+
+@pytest.mark.parametrize("xid, text, err", [
+    (79, "GPU has fallen off the bus.", "unspecified launch failure"),
+    (48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 3, "
+         "subpartition 1.", "uncorrectable ECC error encountered"),
+    (119, "Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL).",
+     "unknown error"),
+])
+def test_the_cuda_errors_of_a_failed_gpu_are_listed_inside_its_xid(tmp_path, xid, text, err):
+    (tmp_path / "dmesg.txt").write_text(_dmesg(xid, text))
+    (tmp_path / "train.log").write_text(_APP.format(err=err))
+    found = _check(tmp_path)
+    assert _errors(found) == ["LOG001"], _errors(found)
+    xid_finding = found[0]
+    assert xid_finding["data"]["xid"] == xid and xid_finding["data"]["follow_on_signatures"]
+    assert any("caused by this Xid" in e and f"CUDA error: {err}" in e for e in xid_finding["evidence"])
+
+
+def test_an_application_xid_does_not_absorb_the_applications_error(tmp_path):
+    # Xid 31 (MMU fault) is the kernel's echo of the illegal address the program made: the CUDA error stays its own
+    fault = ("Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_34560000. "
+             "Fault is of type FAULT_PDE ACCESS_TYPE_READ")
+    (tmp_path / "dmesg.txt").write_text(_dmesg(31, fault))
+    (tmp_path / "train.log").write_text(_APP.format(err="an illegal memory access was encountered"))
+    assert "SIG023" in _errors(_check(tmp_path))
+
+
+def test_without_a_kernel_log_the_cuda_error_is_the_finding(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text(_APP.format(err="unspecified launch failure"))
+    assert "SIG058" in _errors(_check(p))
+
+
+# NVIDIA/nccl src/misc/socket.cc "socketStartConnect: Connect to %s failed : %s"; torch ProcessGroupNCCL's
+# "NCCL error in: %s:%d, %s" + "Last error:\n%s" (ncclGetLastError)
+_CONNECT = ("node2:4471:4503 [1] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.5<45213> "
+            "failed : {}\n")
+_RAISED = ("[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+           "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL "
+           "version 2.21.5\n[rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+           "failed or device error.\n[rank1]: Last error:\n"
+           "[rank1]: socketStartConnect: Connect to 10.0.0.5<45213> failed : {}\n")
+
+
+@pytest.mark.parametrize("first, last, needle", [
+    ("Connection refused", "No route to host", "firewall"),
+    ("No route to host", "Connection refused", "refused"),
+])
+def test_the_last_error_decides_which_connect_failure_it_was(tmp_path, first, last, needle):
+    p = tmp_path / "nccl.log"
+    p.write_text(_CONNECT.format(first) + _CONNECT.format(last) + _RAISED.format(last))
+    found = _check(p)
+    assert _errors(found) == ["SIG031"], _errors(found)
+    assert needle in found[0]["title"].lower() and last in found[0]["title"]
+    assert any("SIG008" in e for e in found[0]["evidence"])  # the system error NCCL raised is the connect's
