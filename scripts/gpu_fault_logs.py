@@ -427,6 +427,31 @@ torch.cuda.synchronize()
 
 # NCCL_ALGO / NCCL_PROTO / NCCL_TOPO_FILE faults need two ranks on two GPUs: a one-rank communicator skips the
 # tuning and topology code that reads them (tried on one H200 with NCCL 2.28.9: the job succeeds, nothing printed)
+# added 2026-12-04 (eighth run): NCCL_COMM_ID naming an address of no local interface, and a port another program
+# listens on (rank 0 creates NCCL's bootstrap root there: the bind fails and torch prints NCCL's last error)
+COMM_ID_PORT_TAKEN = """
+import os, socket
+s = socket.socket(); s.bind(("127.0.0.1", 29998)); s.listen(1)  # another program holds the port
+os.environ["NCCL_COMM_ID"] = "127.0.0.1:29998"
+""" + NCCL_ONE_RANK
+#: every ncclResult_t with ncclGetErrorString of the NCCL torch loads, as a tab table and as a Markdown table: what a
+#: user pastes from a wiki page (a reference listing, not a log: `check` must say so and report no error)
+NCCL_RESULT_TABLE = """
+import ctypes, glob, os, torch
+names = ["ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError", "ncclInvalidArgument",
+         "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress"]  # nccl.h.in (ncclNumResults excluded)
+cands = glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "nccl", "lib", "libnccl.so*"))
+lib = ctypes.CDLL(cands[0] if cands else "libnccl.so.2")
+lib.ncclGetErrorString.restype = ctypes.c_char_p
+rows = [(i, n, lib.ncclGetErrorString(i).decode()) for i, n in enumerate(names)]
+print("# NCCL result codes (ncclGetErrorString, NCCL %s)" % (torch.cuda.nccl.version(),))
+print()
+print("| value | name | meaning |")
+print("|---|---|---|")
+for i, n, t in rows:
+    print(f"| {i} | {n} | {t} |")
+"""
+
 FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "nccl-socket-ifname-none": (["-c", NCCL_ONE_RANK], {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "nosuchif0"}),
     "nccl-cpu-tensor": (["-c", CPU_TENSOR], {}),
@@ -470,6 +495,10 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "upsample-int-max": (["-c", UPSAMPLE_INT_MAX], {}),
     "reflection-pad-int-max": (["-c", REFLECT_PAD_INT_MAX], {}),
     "depthwise-conv-large-batch": (["-c", DEPTHWISE_BIG], {}),
+    # added 2026-12-04 (eighth run)
+    "nccl-comm-id-foreign-address": (["-c", NCCL_ONE_RANK], {"NCCL_DEBUG": "WARN", "NCCL_COMM_ID": "192.0.2.1:29999"}),
+    "nccl-comm-id-port-taken": (["-c", COMM_ID_PORT_TAKEN], {"NCCL_DEBUG": "WARN"}),
+    "nccl-result-code-table": (["-c", NCCL_RESULT_TABLE], {}),
 }
 TIMEOUT_S = 120
 

@@ -67,6 +67,9 @@ EXPECTED = {
     # 2026-12-04, seventh run (13:08 UTC): kernels past a hardware or indexing limit
     "triton-shared-memory": "SIG314",          # 512x512 fp16 tiles: 1048576 bytes of shared memory, limit 232448
     "reflection-pad-int-max": "SIG511",        # F.pad(mode="reflect") of 2^31 + 2 elements
+    # 2026-12-04, eighth run (19:07 UTC): NCCL_COMM_ID that rank 0 cannot listen on
+    "nccl-comm-id-foreign-address": "SIG037",  # 192.0.2.1:29999: bind -> Cannot assign requested address
+    "nccl-comm-id-port-taken": "SIG037",       # 127.0.0.1:29998 held by another listener: Address already in use
 }
 #: captured to see what a real host prints; no fault for check to name (each must stay free of errors)
 HEALTHY = ("nccl-socket-ifname-prefix",)  # NCCL_SOCKET_IFNAME=e on a host whose only e* interface is eth0
@@ -100,3 +103,11 @@ def test_the_ddp_device_set_case_reads_the_real_message():
     snap, _ = build_snapshot([str(FIX / "ddp-module-on-cpu.log")])
     f = next(f for f in evaluate(snap).findings if f.rule_id == "SIG055")
     assert "still on the CPU" in f.title
+
+
+@pytest.mark.parametrize("name, says", [("nccl-comm-id-foreign-address", "no interface of this host has it"),
+                                        ("nccl-comm-id-port-taken", "taken by another process")])
+def test_a_bind_failure_of_nccls_bootstrap_root_names_the_address_or_the_port(name, says):
+    snap, _ = build_snapshot([str(FIX / f"{name}.log")])
+    f = next(f for f in evaluate(snap).findings if f.rule_id == "SIG037")
+    assert f.severity == "error" and says in f.title and "NCCL_COMM_ID" in f.remedy

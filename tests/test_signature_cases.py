@@ -555,3 +555,25 @@ def test_nccl_connect_failure_is_read_by_its_errno(tmp_path, reason, needle):
     f = _one(_findings(tmp_path, f"node2:4242:4300 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
                                  f"10.0.0.1<43211> failed : {reason}\n"), "SIG031")
     assert needle in f["title"]
+
+
+# NVIDIA/nccl src/include/checks.h SYSCHECK: WARN("Call to " name " failed : %s", strerror(errno)) (" failed: " in
+# later releases); any strerror text is read, a failed bind names the address or the port
+@pytest.mark.parametrize("sep", [" : ", ": "])
+@pytest.mark.parametrize("errno, says", [("Cannot assign requested address", "no interface of this host"),
+                                         ("Address already in use", "taken by another process"),
+                                         ("Network is unreachable", "bind -> Network is unreachable")])
+def test_a_failed_bind_inside_nccl_names_what_to_change(tmp_path, sep, errno, says):
+    text = (f"gpu-7:4242:4242 [0] misc/socket.cc:413 NCCL WARN Call to bind failed{sep}{errno}\n"
+            "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93,"
+            " unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.28.9\n"
+            f"Last error:\nCall to bind failed{sep}{errno}\n")
+    found = _findings(tmp_path, text)
+    f = found[0]
+    assert f["rule_id"] == "SIG037" and says in (f["title"] + " ".join(f["evidence"]))
+
+
+def test_any_strerror_text_of_a_failed_call_is_read(tmp_path):
+    f = _one(_findings(tmp_path, "h:1:1 [0] NCCL WARN Call to ioctl failed : Inappropriate ioctl for device\n"),
+             "SIG037")
+    assert "ioctl -> Inappropriate ioctl for device" in " ".join(f["evidence"])
