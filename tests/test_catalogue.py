@@ -11,6 +11,7 @@ from gpudoctor.compat import data
 from gpudoctor.parsers.offline import build_snapshot
 from gpudoctor.parsers.signatures import catalogue, match_signatures
 from gpudoctor.rules import evaluate
+from gpudoctor.rules.logs import RULE_CAUSES
 
 FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi", "checkpoint"}
 ENTRIES = catalogue()
@@ -25,8 +26,8 @@ def _rx(e: dict) -> re.Pattern[str]:
 def test_every_entry_has_family_and_valid_links():
     for e in ENTRIES:
         assert e.get("family") in FAMILIES, e["id"]
-        for f in e.get("follows", []):  # LOG001: a hardware Xid of the kernel log (rules/logs.py XID_CAUSE)
-            assert (f in IDS or f == "LOG001") and f != e["id"], (e["id"], f)
+        for f in e.get("follows", []):  # LOG001 / LOG012: fact rules (rules/logs.py RULE_CAUSES)
+            assert (f in IDS or f in RULE_CAUSES) and f != e["id"], (e["id"], f)
         if "example" in e:
             assert e.get("origin") and e.get("negative"), e["id"]
 

@@ -23,7 +23,7 @@ from gpudoctor.facts.confirm_model import ConfirmationFacts
 from gpudoctor.facts.topo_model import *  # noqa: F403
 from gpudoctor.facts.topo_model import NvLink, NvLinkDetail, NvLinkState, TopologyFacts  # noqa: F401
 
-SCHEMA_VERSION = "2.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "2.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 # 2.0: one NvLink model (GpuFacts.nvlinks and TopologyFacts.nvlinks: same fields); NvmlFacts.fabric_states removed
 #      (never read; TopologyFacts.fabric holds the fabric state). 1.x reports load: unknown keys are ignored.
 #      Also: inputs[].status / reason, confirmation status "interrupted" (issue 15); confirmation.selftest,
@@ -34,6 +34,7 @@ SCHEMA_VERSION = "2.3"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 # 2.3: gpus[].retired_pages_* (dynamic page retirement, pre-Ampere); logs.nccl_tests (pasted nccl-tests runs);
 #      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages);
 #      logs.collective_timeouts (each rank's watchdog timeout: SeqNum, OpType).
+# 2.4: logs.rendezvous (torchrun's dynamic-rendezvous join lines: node, run id, round, node rank, node count).
 
 Unlimited = Literal["unlimited"]
 
@@ -253,6 +254,19 @@ class RankAnnouncement(_Model):
     line: str
 
 
+class RendezvousJoin(_Model):
+    """A torchrun agent joining a dynamic rendezvous (c10d / etcd backends), as dynamic_rendezvous.py logs it:
+    "The node '<node>' attempts to join the next round of the rendezvous '<run_id>'." and "... has joined round <n>
+    of the rendezvous '<run_id>' as rank <r> in a world of size <w>." (parsers/launch_ranks.py)."""
+
+    node: str = Field(description="the agent's node id, <hostname>_<pid>_<local id>")
+    run_id: str = Field(description="the rendezvous id (--rdzv-id / rdzv_id)")
+    round: int | None = Field(None, description="the round joined; None for an attempt")
+    rank: int | None = Field(None, description="the node's rank in the rendezvous (not a global rank)")
+    world_size: int | None = Field(None, description="the number of nodes of that round")
+    line: str
+
+
 class CollectiveTimeout(_Model):
     """One rank's watchdog timeout as torch prints it (parsers/launch_ranks.py)."""
 
@@ -353,6 +367,8 @@ class LogFacts(_Model):
     nccl_tests: list[NcclTestsRun] = Field(default_factory=list, description="nccl-tests runs (all_reduce_perf ...)")
     collective_timeouts: list[CollectiveTimeout] = Field(
         default_factory=list, description="watchdog timeouts with rank, SeqNum and OpType, in input order")
+    rendezvous: list[RendezvousJoin] = Field(
+        default_factory=list, description="torchrun agents' rendezvous join lines (node, run id), in input order")
 
 
 class InputFile(_Model):

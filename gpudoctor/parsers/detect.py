@@ -218,7 +218,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (DMESG, re.compile(r"NVRM:|\bXid\s*\(", re.M)),
     (NCCL_TESTS, re.compile(r"^# nThread \d+ nGpus \d+ minBytes \d+ maxBytes \d+|^# Avg bus bandwidth\s+:", re.M)),
     (LAUNCH, re.compile(r"(?i:initializing ddp|Initializing distributed): GLOBAL_RANK: \d+, MEMBER: \d+/\d+"
-                        r"|Rendezvous complete for workers\. Result:")),
+                        r"|Rendezvous complete for workers\. Result:"
+                        r"|The node '[^'\n]+' (?:attempts to join the next round|has joined round \d+)"
+                        r" of the rendezvous '")),
     (NCCL, re.compile(r"\bNCCL (?:INFO|WARN)\b|NCCL version \d|^NCCL_[A-Z0-9_]+ set by environment to", re.M)),
     (
         COMMAND,
@@ -256,7 +258,7 @@ GATES: dict[str, tuple[str, ...]] = {
     DMESG: ("NVRM:", "Xid"),
     DRIVER_VERSION: ("NVRM version",),
     NCCL: ("NCCL ", " set by environment to"),
-    LAUNCH: ("GLOBAL_RANK: ", "Rendezvous complete for workers"),
+    LAUNCH: ("GLOBAL_RANK: ", "Rendezvous complete for workers", " of the rendezvous '"),
     NCCL_TESTS: ("# nThread ", "# Avg bus bandwidth"),
     COMMAND: ("docker", "podman", "singularity", "apptainer", "enroot", "srun", "mpirun", "torchrun", "kubectl"),
 }

@@ -12,12 +12,17 @@ Read (format strings from the sources):
 
 Two processes announcing the same global rank of one world are two launches of the same ranks (srun without
 ``--ntasks-per-node``, two nodes given the same ``--node-rank``): the job waits for ranks that were never started.
+
+Also read, into :class:`~gpudoctor.facts.model.RendezvousJoin`: torchrun's dynamic rendezvous
+(torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, 1.9+) ``"The node '{node}' attempts to join the next
+round of the rendezvous '{run_id}'."`` and ``"The node '{node}' has joined round {round} of the rendezvous
+'{run_id}' as rank {rank} in a world of size {world_size}."``: nodes given different run ids never meet.
 """
 from __future__ import annotations
 
 import re
 
-from gpudoctor.facts.model import CollectiveTimeout, RankAnnouncement
+from gpudoctor.facts.model import CollectiveTimeout, RankAnnouncement, RendezvousJoin
 
 _LIGHTNING = re.compile(r"(?:initializing ddp|Initializing distributed): GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)",
                         re.IGNORECASE)
@@ -65,3 +70,34 @@ def parse_rank_announcements(text: str) -> list[RankAnnouncement]:
                 out.append(RankAnnouncement(rank=r, world_size=w, restart=restart[0] if restart else None,
                                             source="torchrun", line=f"global_ranks={f.get('global_ranks', '')}"[:200]))
     return out[:MAX_ANNOUNCEMENTS]
+
+
+#: the literal every dynamic-rendezvous join line holds (a gate before the regex)
+RENDEZVOUS_LITERAL = " of the rendezvous '"
+_JOIN = re.compile(r"The node '(?P<node>[^'\n]{1,200})' (?:attempts to join the next round|has joined round "
+                   r"(?P<round>\d+)) of the rendezvous '(?P<run>[^'\n]{0,200})'(?: as rank (?P<rank>\d+) in a world "
+                   r"of size (?P<world>\d+))?")
+MAX_JOINS = 4096
+
+
+def parse_rendezvous_joins(text: str) -> list[RendezvousJoin]:
+    """Every dynamic-rendezvous join line of ``text``, in order (at most MAX_JOINS; lines clipped to 200 chars)."""
+    if RENDEZVOUS_LITERAL not in text:
+        return []
+    out: list[RendezvousJoin] = []
+    for m in _JOIN.finditer(text):
+        ls = text.rfind("\n", 0, m.start()) + 1
+        le = text.find("\n", m.end())
+        num = {k: int(v) for k, v in m.groupdict().items() if k in ("round", "rank", "world") and v is not None}
+        out.append(RendezvousJoin(node=m.group("node"), run_id=m.group("run"), round=num.get("round"),
+                                  rank=num.get("rank"), world_size=num.get("world"),
+                                  line=text[ls:le if le >= 0 else len(text)].strip()[:200]))
+        if len(out) >= MAX_JOINS:
+            break
+    return out
+
+
+def node_host(node: str) -> str:
+    """The host of a rendezvous node id: '<hostname>_<pid>_<local id>' -> hostname (the id itself otherwise)."""
+    parts = node.rsplit("_", 2)
+    return parts[0] if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() else node

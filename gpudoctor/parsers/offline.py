@@ -62,6 +62,7 @@ class Collected:
     ranks: list = field(default_factory=list)  # RankAnnouncement, in input order
     nccl_tests: list = field(default_factory=list)  # NcclTestsRun, in input order
     timeouts: list = field(default_factory=list)  # CollectiveTimeout, in input order
+    rendezvous: list = field(default_factory=list)  # RendezvousJoin, in input order
     lines: int = 0
     line_base: int = 0  # lines of the current input before the chunk being parsed (parsers/stream.py)
     base: Snapshot | None = None
@@ -426,6 +427,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     logs.rank_announcements += col.ranks
     logs.nccl_tests += col.nccl_tests
     logs.collective_timeouts += col.timeouts
+    logs.rendezvous += col.rendezvous
     _scrub_logs(logs)
     if col.lines or col.base is None:
         snap.logs = logs

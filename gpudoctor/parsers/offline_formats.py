@@ -121,9 +121,10 @@ def _nccl(fp: FileParse, text: str) -> None:
 
 
 def _launch(fp: FileParse, text: str) -> None:
-    from gpudoctor.parsers.launch_ranks import parse_rank_announcements
+    from gpudoctor.parsers.launch_ranks import parse_rank_announcements, parse_rendezvous_joins
 
     fp.col.ranks += parse_rank_announcements(text)
+    fp.col.rendezvous += parse_rendezvous_joins(text)
     fp.section("logs")
 
 

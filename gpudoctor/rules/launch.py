@@ -3,7 +3,7 @@ ranks started twice and others never; parsers/launch_ranks.py reads Lightning's 
 rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
 its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks), LOG009 (a hang on
 PCIe peer-to-peer), LOG010 (ranks timed out in different collectives), LOG011 (the job waited for ranks never
-started)."""
+started), LOG012 (hosts joined torchrun rendezvous of different ids)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -312,3 +312,46 @@ def ranks_never_announced(ctx):
             + (["launcher variables in the inputs: " + ", ".join(slurm)] if slurm else []) + ([short] if short else []),
             severity="error" if short else "warning",
             subject=f"world size {world}", data={"world_size": world, "announced": sorted(counts), "missing": missing})
+
+
+def rendezvous_split(logs) -> dict[str, list[str]]:
+    """run id -> hosts, when torchrun agents of different hosts joined rendezvous of different ids (each host
+    under one id: a host that shows several ids ran several jobs one after another, which says nothing); {} when
+    they agree or fewer than two hosts are seen."""
+    from gpudoctor.parsers.launch_ranks import node_host
+
+    if logs is None or not logs.rendezvous:
+        return {}
+    ids: dict[str, set[str]] = {}
+    for j in logs.rendezvous:
+        ids.setdefault(node_host(j.node), set()).add(j.run_id)
+    single = {h: next(iter(r)) for h, r in ids.items() if len(r) == 1}
+    by_id: dict[str, list[str]] = {}
+    for host, run in sorted(single.items()):
+        by_id.setdefault(run, []).append(host)
+    return by_id if len(by_id) > 1 else {}
+
+
+@rule("LOG012")
+def rendezvous_ids_differ(ctx):
+    """Reads torchrun's dynamic-rendezvous join lines ("The node '<host>_<pid>_<n>' attempts to join the next round
+    of the rendezvous '<run id>'"): the agents of different hosts named different run ids, so they wait in separate
+    rendezvous and never form one job."""
+    _offline(ctx)
+    logs = ctx.snap.logs
+    if logs is None or not logs.rendezvous:
+        raise NotAssessed("no torchrun rendezvous join lines ('The node ... of the rendezvous ...', INFO level) in "
+                          "the inputs")
+    split = rendezvous_split(logs)
+    if not split:
+        return
+    from gpudoctor.rules.logs import follow_on_lines, follow_ons_of
+
+    ev = [f"rendezvous '{run}': host(s) {', '.join(hosts[:8])}{' ...' if len(hosts) > 8 else ''}"
+          for run, hosts in sorted(split.items())]
+    ev.append("torchrun groups only agents given the same --rdzv-id (rdzv_id): each group waits for the nodes of "
+              "the others until its join timeout")
+    follow = follow_ons_of(logs, "LOG012")
+    ev += follow_on_lines(follow, "the wait this caused")
+    yield ctx.finding(ev, data={"run_ids": sorted(split), "hosts": split,
+                                "follow_on_signatures": [h.id for h in follow]})

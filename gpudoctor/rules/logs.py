@@ -54,11 +54,22 @@ def hardware_xids(logs) -> list[tuple[int, str]]:
     return out
 
 
+def _rendezvous_split(logs) -> bool:
+    from gpudoctor.rules.launch import rendezvous_split
+
+    return bool(rendezvous_split(logs))
+
+
+#: rule ids a signature may list in ``follows``: the fact rules that conclude what its message is a consequence of
+#: (an Xid blaming the hardware under the CUDA errors, hosts in different rendezvous under the rendezvous timeout),
+#: each with the test of the logs that makes that rule fire
+RULE_CAUSES = {XID_CAUSE: lambda logs: bool(logs.xids) and bool(hardware_xids(logs)), "LOG012": _rendezvous_split}
+
+
 def _hit_ids(logs) -> set[str]:
-    """Ids of the signatures that matched, plus XID_CAUSE when the kernel log holds a hardware Xid."""
+    """Ids of the signatures that matched, plus those of RULE_CAUSES whose rule fires on these logs."""
     ids = {h.id for h in logs.signatures}
-    if logs.xids and hardware_xids(logs):
-        ids.add(XID_CAUSE)
+    ids.update(rid for rid, fires in RULE_CAUSES.items() if fires(logs))
     return ids
 
 
@@ -433,27 +444,32 @@ def xids(ctx):
         if follow:
             ev.append("follow-on on the same GPU (cleanup after this error, not a separate fault): "
                       + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
-        errors = _cuda_follow_ons(logs, hardware) if (code, bus) in hardware else []
-        for h in errors:
-            ev.append(f"follow-on ({h.id}, {h.count}x, caused by this Xid): {h.lines[0] if h.lines else ''}")
+        errors = follow_ons_of(logs, XID_CAUSE) if (code, bus) in hardware else []
+        ev += follow_on_lines(errors, "caused by this Xid")
         yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
                           data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
                                 "follow_on": follow, "follow_on_signatures": [h.id for h in errors]})
 
 
-def _cuda_follow_ons(logs, hardware: list[tuple[int, str]]) -> list:
-    """The signature hits that follow a hardware Xid (XID_CAUSE in their ``follows``) and are not reported inside a
-    signature cause of their own; listed under every hardware Xid of ``hardware`` (one GPU, as a rule)."""
+def follow_ons_of(logs, rule_id: str) -> list:
+    """The signature hits reported inside the finding of fact rule ``rule_id`` (one of RULE_CAUSES): those listing it
+    in ``follows`` whose only matched cause it is, and that are not folded into another signature (a generic form,
+    a wrapper), which lists them itself."""
     hit_ids = _hit_ids(logs)
     out = []
     for h in logs.signatures:
         entry = _BY_ID.get(h.id)
-        if entry is None or XID_CAUSE not in entry.get("follows", ()):
+        if entry is None or rule_id not in entry.get("follows", ()):
             continue
         causes = _suppressed(entry, hit_ids, logs.signatures)[1]
-        if causes == [XID_CAUSE] and not _suppressed(entry, hit_ids - {XID_CAUSE}, logs.signatures)[0]:
-            out.append(h)  # (one folded into another signature, a generic form or a wrapper, is listed there)
+        if causes == [rule_id] and not _suppressed(entry, hit_ids - {rule_id}, logs.signatures)[0]:
+            out.append(h)
     return out
+
+
+def follow_on_lines(hits, why: str) -> list[str]:
+    """Evidence lines for follow-on signature ``hits``: 'follow-on (SIG058, 2x, <why>): <first line>'."""
+    return [f"follow-on ({h.id}, {h.count}x, {why}): {h.lines[0] if h.lines else ''}" for h in hits]
 
 
 def _driver_fix(rows, snap) -> tuple[str, str] | None:
