@@ -577,3 +577,31 @@ def test_any_strerror_text_of_a_failed_call_is_read(tmp_path):
     f = _one(_findings(tmp_path, "h:1:1 [0] NCCL WARN Call to ioctl failed : Inappropriate ioctl for device\n"),
              "SIG037")
     assert "ioctl -> Inappropriate ioctl for device" in " ".join(f["evidence"])
+
+
+# NVIDIA/nccl src/transport/net_ib: WARN("NET/IB: Got completion from peer %s with status=%s(%d) opcode=%s(%d)
+# vendor_err=%u %s%s%s%s hca %s", ...) with ibv_wc_status_str's name; libibverbs enum ibv_wc_status numbers
+@pytest.mark.parametrize("name, status, says, sev", [
+    ("IBV_WC_LOC_PROT_ERR", 4, "GPUDirect RDMA is blocked", "error"),
+    ("IBV_WC_WR_FLUSH_ERR", 5, "a consequence", "warning"),
+    ("IBV_WC_REM_ACCESS_ERR", 10, "the peer's NIC refused", "error"),
+    ("IBV_WC_RETRY_EXC_ERR", 12, "stopped acknowledging", "error"),
+    ("IBV_WC_RNR_RETRY_EXC_ERR", 13, "receiver not ready", "error"),
+])
+def test_an_ib_completion_error_is_read_by_its_status(tmp_path, name, status, says, sev):
+    line = (f"gpu-r3-n05:301877:302519 [3] transport/net_ib/p2p.cc:688 NCCL WARN NET/IB: Got completion from peer "
+            f"10.0.7.22<53211> with status={name}({status}) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=81  hca mlx5_3\n")
+    f = _one(_findings(tmp_path, line), "SIG034")
+    assert says.lower() in f["title"].lower() and f["severity"] == sev
+
+
+def test_c10d_retry_and_start_lines_are_not_unexplained(tmp_path):
+    # torch/csrc/distributed/c10d/socket.cpp "The server socket on {} has timed out, will retry." (a retry) and
+    # TCPStore.cpp "[c10d] Failed to start TCPStore server on port {}" before the bind error SIG040 reads
+    found = _findings(tmp_path, "[W611 10:22:31.604227817 TCPStore.cpp:1034] [c10d] Failed to start TCPStore server "
+                                "on port 29500\ntorch.distributed.DistNetworkError: The server socket has failed to "
+                                "listen on any local network address. port: 29500, useIpv6: false, code: -98, name: "
+                                "EADDRINUSE, message: address already in use\n"
+                                "[W611 10:22:40.1 socket.cpp:752] [c10d] The server socket on [::ffff:10.0.3.11]:29500 "
+                                "has timed out, will retry.\n")
+    assert "SIG040" in {f["rule_id"] for f in found} and "SIG000" not in {f["rule_id"] for f in found}
