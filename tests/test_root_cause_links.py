@@ -92,3 +92,18 @@ def test_the_last_error_decides_which_connect_failure_it_was(tmp_path, first, la
     assert _errors(found) == ["SIG031"], _errors(found)
     assert needle in found[0]["title"].lower() and last in found[0]["title"]
     assert any("SIG008" in e for e in found[0]["evidence"])  # the system error NCCL raised is the connect's
+
+
+def test_a_wrapper_whose_lines_another_signature_reads_is_folded_into_it(tmp_path):
+    # NCCL's CUDACHECK "Cuda failure 'X'" carries CUDA's text: SIG058 reads it on that line and on torch's own line
+    p = tmp_path / "train.log"
+    p.write_text(_APP.format(err="unspecified launch failure"))
+    found = _check(p)
+    assert _errors(found) == ["SIG058"] and "SIG028" not in {f["rule_id"] for f in found}
+
+
+def test_a_wrapper_with_a_line_of_its_own_stays_a_finding(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text(_APP.format(err="unspecified launch failure")
+                 + "node1:4242:4300 [0] NCCL WARN Cuda failure 'frobnication not permitted'\n")
+    assert "SIG028" in _errors(_check(p))

@@ -34,7 +34,8 @@ SCHEMA_VERSION = "2.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 # 2.3: gpus[].retired_pages_* (dynamic page retirement, pre-Ampere); logs.nccl_tests (pasted nccl-tests runs);
 #      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages);
 #      logs.collective_timeouts (each rank's watchdog timeout: SeqNum, OpType).
-# 2.4: logs.rendezvous (torchrun's dynamic-rendezvous join lines: node, run id, round, node rank, node count).
+# 2.4: logs.rendezvous (torchrun's dynamic-rendezvous join lines: node, run id, round, node rank, node count);
+#      logs.signatures[].wrapped_by (the signatures that read a wrapper's lines).
 
 Unlimited = Literal["unlimited"]
 
@@ -235,13 +236,17 @@ class SignatureHit(_Model):
     count: int = Field(description="matches over all inputs")
     lines: list[str] = Field(default_factory=list, description="the first matching lines (trimmed)")
     files: list[str] = Field(default_factory=list)
-    groups: dict[str, str] = Field(default_factory=dict, description="named groups of the first match")
+    groups: dict[str, str] = Field(default_factory=dict, description="named groups of the first match (of the copy "
+                                   "torch prints after 'Last error:', when there is one: the error NCCL failed on)")
     ranks: list[int] = Field(default_factory=list, description="ranks the matching lines name ([rankN]: / [Rank N])")
     hosts: list[str] = Field(default_factory=list, description="hosts of the matching NCCL lines (host:pid:tid)")
     gpus: list[str] = Field(default_factory=list, description="GPUs of the matching lines: cuda:N@host (NCCL's "
                             "[cudaDev]) or a PCI address (NVRM: Xid (PCI:...))")
     first_line: int | None = Field(None, description="line number of the first match (in files[0])")
     last_line: int | None = Field(None, description="line number of the last match (in files[-1])")
+    wrapped_by: list[str] = Field(default_factory=list, description="for a message that carries another error's "
+                                  "text (a `wraps` entry): the signatures that matched its lines, when every line of "
+                                  "it was matched by one")
 
 
 class RankAnnouncement(_Model):

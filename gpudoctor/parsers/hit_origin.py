@@ -112,6 +112,8 @@ def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
         cur.ranks = sorted(set(cur.ranks) | set(h.ranks))[:MAX_DISTINCT]
         cur.hosts += [x for x in h.hosts if x not in cur.hosts][:max(0, MAX_DISTINCT - len(cur.hosts))]
         cur.gpus += [x for x in h.gpus if x not in cur.gpus][:max(0, MAX_DISTINCT - len(cur.gpus))]
+        # folded only when every part was: a part whose lines no other signature read keeps the wrapper its own
+        cur.wrapped_by = sorted(set(cur.wrapped_by) | set(h.wrapped_by)) if cur.wrapped_by and h.wrapped_by else []
         if cur.first_line is None:
             cur.first_line = h.first_line
         if h.last_line is not None:

@@ -42,6 +42,7 @@ def _re2_options() -> Any:
 MAX_LINES = 3
 MAX_LINE_CHARS = 300
 MAX_COUNT = 10000   # matches counted per signature and text
+MAX_LINE_SET = 512  # line starts kept per signature and text (a wrapper matched more often is never folded)
 BLOCK = 1 << 17     # prefilter block (characters): 128 KiB measured fastest (docs/benchmarks.md)
 SUB_BLOCK = 1 << 16  # block of the explains / error-line scans
 OVERLAP = 4096      # a match may run this far past its block's end (multi-line messages)
@@ -453,6 +454,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     # where)
     last: dict[int, re.Match[str]] = {}
     enclosers = _enclosers(tuple((e["id"], tuple(e.get("keeps", ()))) for e in entries if e.get("encloses")))
+    wrappers = frozenset(e["id"] for e in entries if e.get("wraps"))
+    at: dict[int, set[int]] = {}  # index -> line starts of its counted matches (up to MAX_LINE_SET)
     inside: list[tuple[int, int, frozenset[str]]] = []  # (start, end, ids kept) of the enclosers' matches, by start
     n = len(t)
     for s0, s1 in _blocks(t, BLOCK):
@@ -489,6 +492,9 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     st[2].update({k: v for k, v in m.groupdict().items() if v is not None})
                 st[0][0] += 1
                 last[i] = m
+                seen = at.setdefault(i, set())
+                if len(seen) < MAX_LINE_SET:
+                    seen.add(ls)
                 if spans is not None:
                     spans.append((m.start(), m.end()))
                 st[3].add(t, m.start(), t.rfind("\n", 0, m.start()) + 1)
@@ -510,7 +516,18 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
             spans.extend(_find_in(explains[sid], t, extra_blocks.get(extra_no[explains[sid].pattern], [])))
         hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
         finish(hits[-1], spread, t, line_base, numbers)
+        if sid in wrappers and count[0] <= MAX_LINE_SET:
+            hits[-1].wrapped_by = _wrapped_by(at.get(i, set()), {eng.ids[j]: v for j, v in at.items()
+                                                                 if eng.ids[j] not in wrappers})
     return hits
+
+
+def _wrapped_by(mine: set[int], others: dict[str, set[int]]) -> list[str]:
+    """The ids of ``others`` (id -> line starts) that matched lines of ``mine``, when together they matched every
+    one of them; [] otherwise."""
+    ids = sorted(sid for sid, lines in others.items() if lines & mine)
+    covered = set().union(*(others[sid] for sid in ids)) if ids else set()
+    return ids if mine and mine <= covered else []
 
 
 #: torch's copy of ncclGetLastError(): "Last error:" alone on a line (after the rank prefix), the error on the next

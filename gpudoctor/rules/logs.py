@@ -327,6 +327,9 @@ def _suppressed(entry: dict, hit_ids: set[str], hits=()) -> tuple[bool, list[str
         same = sorted({h.id for h in hits if own is not None and h.id != own.id and h.id not in _WRAPS
                        and h.first_line is not None and h.first_line == own.first_line
                        and h.files[:1] == own.files[:1]})
+        # every line of it read by other signatures (the matcher's wrapped_by), or the same first line (a report
+        # saved before schema 2.4)
+        same = sorted(set(same) | {w for w in (own.wrapped_by if own is not None else []) if w in hit_ids})
         if same:
             return True, same
     return False, []
