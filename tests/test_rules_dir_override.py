@@ -1,5 +1,6 @@
 """GPUDOCTOR_RULES_DIR (a site's rule data override) never fails silently: a path that is not a folder and a file
-that is not valid TOML are one-line errors with exit 2; a .toml file named like no rule data file is warned about."""
+that is not valid TOML are one-line errors with exit 2 (whichever rule reads it); a .toml file named like no rule
+data file is warned about. An override is laid over the shipped file: a site's catalogue adds to the shipped one."""
 from __future__ import annotations
 
 import os
@@ -67,6 +68,24 @@ def test_a_sites_own_catalogue_is_used(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gpudoctor", "check", str(log)], capture_output=True, text=True,
                        timeout=120, env=env, cwd=str(tmp_path))
     assert r.returncode == 1 and "SIG900" in r.stdout and "Remount /data." in r.stdout, r.stdout + r.stderr
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")  # the shipped SIG023 stays
+    r = subprocess.run([sys.executable, "-m", "gpudoctor", "check", str(log)], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=str(tmp_path))
+    assert r.returncode == 1 and "SIG023" in r.stdout
+
+
+def test_a_site_entry_with_a_shipped_id_changes_only_the_keys_it_gives(tmp_path):
+    r = _override(tmp_path, "[[signature]]\nid = 'SIG023'\nremedy = 'Open a ticket with the platform team.'\n")
+    assert r.returncode == 1 and "Open a ticket with the platform team." in r.stdout and "SIG023" in r.stdout
+
+
+@pytest.mark.parametrize("name", ["xid.toml", "thresholds.toml", "rule_meta.toml"])
+def test_any_broken_override_file_is_an_error_not_a_silent_skip(tmp_path, name):
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / name).write_text("x\n")
+    r = _check(tmp_path, str(d))
+    assert r.returncode == 2 and f"{name}: not valid TOML" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("edit, says", [

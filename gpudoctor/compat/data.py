@@ -1,8 +1,10 @@
 """Rule data (thresholds and tables) from the ``rules/`` TOML files.
 
 In a wheel they live in ``gpudoctor/_rules_data``; in a source checkout in the
-repository's top-level ``rules/``. A site profile can override thresholds with
-``GPUDOCTOR_RULES_DIR`` pointing to a folder with files of the same names.
+repository's top-level ``rules/``. A site profile can override them with
+``GPUDOCTOR_RULES_DIR`` pointing to a folder with files of the same names: each is laid over the shipped
+file (:func:`merge`: only the keys and entries it gives change, so a profile can hold one threshold or one
+added signature).
 """
 from __future__ import annotations
 
@@ -38,8 +40,19 @@ def data_dirs() -> list[Path]:
             raise RulesDataError(f"GPUDOCTOR_RULES_DIR={override}: not a folder "
                                  "(unset it to use the shipped rule data)")
         _warn_unknown_names(override)
+        _parse_all(override)
         dirs.append(Path(override))
     return dirs + _shipped_dirs()
+
+
+@functools.cache
+def _parse_all(override: str) -> None:
+    """Read every rule data file of the override folder once, so that a broken one is an error at the first use of
+    any rule data, not only when a rule happens to need that file (a check without a kernel log reads no xid.toml)."""
+    known = {p.name for d in _shipped_dirs() for p in d.glob("*.toml")}
+    for p in sorted(Path(override).glob("*.toml")):
+        if p.name in known:
+            _read(p)
 
 
 @functools.cache
@@ -59,22 +72,81 @@ def _warn_unknown_names(override: str) -> None:
 def load(name: str) -> dict[str, Any]:
     """Parse ``<name>.toml`` from the first data folder that has it.
 
-    Raises FileNotFoundError when no folder has it (a broken install), RulesDataError for an override that is not
-    valid TOML, not a folder, or not of the file's shape (compat/schema.py: a signature without a regex, ...).
+    The shipped file with the override's file of the same name laid over it (:func:`merge`). Raises
+    FileNotFoundError when no folder has it (a broken install), RulesDataError for an override that is not valid
+    TOML, not a folder, or whose result is not of the file's shape (compat/schema.py: a signature without a regex,
+    ...).
     """
     shipped = _shipped_dirs()
-    for d in data_dirs():
-        path = d / f"{name}.toml"
-        if path.is_file():
-            with open(path, "rb") as fh:
-                try:
-                    doc = tomllib.load(fh)
-                except tomllib.TOMLDecodeError as exc:  # an override edited by hand (the shipped files are tested)
-                    raise RulesDataError(f"{path}: not valid TOML: {exc}") from None
-            if d not in shipped:
-                _check_override(name, path, doc)
-            return doc
-    raise FileNotFoundError(f"rule data {name}.toml not found in {[str(d) for d in data_dirs()]}")
+    base = next((d / f"{name}.toml" for d in shipped if (d / f"{name}.toml").is_file()), None)
+    override = next((d / f"{name}.toml" for d in data_dirs() if d not in shipped and (d / f"{name}.toml").is_file()),
+                    None)
+    if base is None and override is None:
+        raise FileNotFoundError(f"rule data {name}.toml not found in {[str(d) for d in data_dirs()]}")
+    doc = _read(base) if base is not None else {}
+    if override is not None:
+        site = _read(override)
+        doc = merge(doc, site)
+        _check_override(name, override, _site_view(doc, site))
+    return doc
+
+
+def _site_view(merged: dict[str, Any], site: dict[str, Any]) -> dict[str, Any]:
+    """The override's own entries as they are after the merge, in the override's order (what its checker judges:
+    a site entry that changes one key of a shipped signature is complete; positions are those of the site's file)."""
+    view: dict[str, Any] = {}
+    for key, val in site.items():
+        k = _entry_key(val) if isinstance(val, list) else None
+        if k is None or not isinstance(merged.get(key), list):
+            view[key] = merged.get(key, val)
+            continue
+        by_key = {e[k]: e for e in merged[key]}
+        view[key] = [by_key.get(e[k], e) for e in val]
+    return view
+
+
+def _read(path: Path) -> dict[str, Any]:
+    with open(path, "rb") as fh:
+        try:
+            return tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:  # an override edited by hand (the shipped files are tested)
+            raise RulesDataError(f"{path}: not valid TOML: {exc}") from None
+
+
+#: the keys that name an entry of an array of tables, in order of preference: an override's entry with the same
+#: value replaces (is merged onto) the shipped one, a new value is added
+ENTRY_KEYS = ("id", "regex", "name")
+
+
+def merge(shipped: dict[str, Any], site: dict[str, Any]) -> dict[str, Any]:
+    """``site`` (an override file) laid over ``shipped``: tables merge key by key, arrays of tables merge entry by
+    entry (by the first of ENTRY_KEYS every entry of both has: a site's [[signature]] with a shipped id changes only
+    the keys it gives, one with a new id is added), any other value of the site replaces the shipped one."""
+    out = dict(shipped)
+    for key, val in site.items():
+        cur = out.get(key)
+        if isinstance(cur, dict) and isinstance(val, dict):
+            out[key] = merge(cur, val)
+        elif isinstance(cur, list) and isinstance(val, list) and _entry_key(cur + val):
+            k = _entry_key(cur + val)
+            index = {e[k]: i for i, e in enumerate(cur)}
+            merged = list(cur)
+            for e in val:
+                if e[k] in index:
+                    merged[index[e[k]]] = merge(merged[index[e[k]]], e)
+                else:
+                    index[e[k]] = len(merged)
+                    merged.append(e)
+            out[key] = merged
+        else:
+            out[key] = val
+    return out
+
+
+def _entry_key(items: list[Any]) -> str | None:
+    if not items or not all(isinstance(e, dict) for e in items):
+        return None
+    return next((k for k in ENTRY_KEYS if all(isinstance(e.get(k), (str, int)) for e in items)), None)
 
 
 def _check_override(name: str, path: Path, doc: dict[str, Any]) -> None:

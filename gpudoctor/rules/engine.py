@@ -220,6 +220,8 @@ def run(spec: RuleSpec, ctx: Ctx) -> tuple[list[Finding], RuleOutcome]:
         got = [f for f in (spec.func(ctx) or []) if f is not None]
     except (NotAssessed, NotApplicable) as exc:
         return [], outcome("not_assessed" if isinstance(exc, NotAssessed) else "not_applicable", str(exc))
+    except data.RulesDataError:
+        raise  # the site's rule data override is broken: the user's input, a one-line error (exit 2), not a rule bug
     except Exception as exc:  # a rule bug is reported, never a traceback
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return [], outcome("not_assessed", f"rule error: {type(exc).__name__}: {exc} ({tb.name}:{tb.lineno})")
