@@ -150,6 +150,7 @@ from gpudoctor.parsers import (  # noqa: E402
     launch_ranks,
     nccl_tests,
     packages,
+    prose,
     regex_literals,
     topo,
     topology_text,
@@ -203,6 +204,7 @@ HELPERS = {
     "package_list": (packages.looks_like_package_list, ()), "parse_packages": (packages.parse_packages, ParseError),
     "strip_line_prefixes": (_text.strip_line_prefixes, ()), "mask_code_tables": (code_table.mask_code_tables, ()),
     "is_code_table": (code_table.is_code_table, ()),
+    "log_view": (prose.log_view, ()), "is_python_source": (prose.is_python_source, ()),
 }
 
 

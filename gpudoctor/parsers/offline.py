@@ -179,6 +179,8 @@ _OWN_OUTPUT_REASONS = {
                  "gpudoctor's rule documentation (`explain`, `rules`, docs/rules), which quotes the messages it looks "
                  "for: `check` reads the JSON report (`gpudoctor scan --save FILE`) and logs",
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
+    D.PY_SOURCE: "Python source code: the messages in it are strings the program may print, not errors that "
+                 "happened; pass the log of the run (its output) instead",
     D.CODE_TABLE: "a table of error codes and their messages (such as every cudaError_t with cudaGetErrorString): "
                   "a reference listing names every error, so it says nothing about what failed; pass the log of the "
                   "run instead",
@@ -186,8 +188,12 @@ _OWN_OUTPUT_REASONS = {
 #: a named pipe, socket or device found in a folder: never opened (a pipe without a writer blocks the open); one
 #: named on the command line is read (`check <(kubectl logs ...)` passes a pipe)
 NOT_REGULAR = ": not a regular file (a named pipe, socket or device file), not opened"
+#: a Markdown document whose text is all the writer's words (parsers/prose.py): notes, a wiki page, documentation
+MARKDOWN_NOTES = (": Markdown notes or documentation with no log in them (messages quoted in prose, lists and "
+                  "tables are the writer's words, not output): paste the log itself, or put it in a ``` block")
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
-SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT, NOT_REGULAR) + tuple(
+SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT, NOT_REGULAR,
+                MARKDOWN_NOTES) + tuple(
     _OWN_OUTPUT_REASONS.values()
 )
 
@@ -206,15 +212,19 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     from gpudoctor.parsers import launch_ranks
     from gpudoctor.parsers.code_table import mask_code_tables
     from gpudoctor.parsers.offline_formats import FileParse, parse_formats
+    from gpudoctor.parsers.prose import log_view
     from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
 
     whole = kinds is None  # a file read whole, not one chunk of a large input
+    markdown = False  # a Markdown document (parsers/prose.py)
     if kinds is None:
         if "\x1b" in text:  # a coloured capture (FORCE_COLOR, `script`): formats are recognised on the plain text
             text = clean(_ERASED.sub("", text))
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
         text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
         text = strip_line_prefixes(text)  # kubectl / CRI / journald / srun --label / compose line prefixes
+        viewed = log_view(text, _not_output)  # a Markdown issue or notes: the writer's words are not the log
+        markdown, text = viewed is not text, viewed
         kinds = D.detect(text)
     else:
         if D.JSON_LINES in kinds:  # a chunk of a large JSON-lines log (parsers/stream.py)
@@ -248,7 +258,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         sig_text = mask_code_tables(sig_text)
     spans: list[tuple[int, int]] = []
     errorish: list[tuple[int, int]] = []
-    hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base, errorish=errorish)
+    hits = match_signatures(sig_text, file=path, spans=spans, line_base=col.line_base, errorish=errorish,
+                            comments=D.NCCL_TESTS in kinds)
     col.hits += hits
     if launch_ranks.TIMEOUT_LITERAL in sig_text:
         col.timeouts += launch_ranks.parse_collective_timeouts(sig_text)
@@ -260,6 +271,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         col.add_unexplained(path, unexplained_error_lines(sig_text, spans, UNEXPLAINED_PER_FILE, errorish))
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
+    if not kinds and not hits and markdown:
+        return f"{path}{MARKDOWN_NOTES}"
     if not kinds and not hits:
         return (
             f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "
@@ -274,6 +287,12 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         info.note = clip("; ".join(failures), 300)
     col.inputs.append(info)
     return None
+
+
+def _not_output(block: str) -> bool:
+    """Whether a fenced block of a Markdown paste is one of gpudoctor's own outputs or another non-input (a code
+    table, source code): blanked from the paste (parsers/prose.py)."""
+    return any(k in D.NOT_INPUTS for k in D.detect(block))
 
 
 def _xid_line_spans(text: str) -> list[tuple[int, int]]:

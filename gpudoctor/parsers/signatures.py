@@ -74,7 +74,12 @@ _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:#(?:\s|$)|File \"|\^+$
 # typed at a shell or Python prompt (`$ grep "..." log`): the text quoted in it is not an error that happened
 _CODE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*(?:raise\s+[A-Za-z_][\w.]*\s*\(|assert\s|print\(|(?:self\.)?"
                         r"(?:logger|logging|log|LOG)\.(?:error|warning|warn|critical|exception|fatal|info)\(|"
-                        r"TORCH_CHECK\(|TORCH_WARN|C10_THROW_ERROR\(|WARN\(\"|(?:\$|>>>|In \[\d+\]:)\s)")
+                        r"TORCH_CHECK\(|TORCH_WARN|C10_THROW_ERROR\(|WARN\(\"|(?:\$|>>>|In \[\d+\]:)\s"
+                        # a shell prompt: "user@node:~$ ", "(base) root@a100-07:/workspace# ", "[root@node dir]# "
+                        r"|(?:\([\w.-]+\)\s+)?(?:[\w.-]+@[\w.-]+(?::\S*)?|\[[\w.-]+@[\w.-]+[^\]\n]*\])[$#]\s)")
+#: a comment line ("# if you see 'NCCL error: ...' set ..."): a note in a config file, a script or a shell session,
+#: skipped unless the text is nccl-tests output, whose own report lines start with "#"
+_COMMENT = re.compile(r"[ \t]*#[ \t]")
 _FILE_LINE = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)File \"[^\"\n]*\", line \d+")
 _PREFIXED_INDENT = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)")
 
@@ -433,7 +438,7 @@ def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[t
 
 def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
                      spans: list[tuple[int, int]] | None = None, line_base: int = 0,
-                     errorish: list[tuple[int, int]] | None = None) -> list[SignatureHit]:
+                     errorish: list[tuple[int, int]] | None = None, comments: bool = False) -> list[SignatureHit]:
     """Every catalogue entry that matches ``text``, with its count, first matching lines, named groups, and the ranks,
     hosts and GPUs its lines name with the line numbers of its first and last match (parsers/hit_origin.py;
     ``line_base``: lines of the same file before ``text``, for a chunk of a large input).
@@ -441,7 +446,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     ``spans`` (optional, out) receives the (start, end) character spans of all matches, so that
     :func:`unexplained_error_lines` can skip lines a signature explains. ``errorish`` (optional, out) receives the
     line-aligned (start, end) blocks of the cleaned text where ERRORISH may match (the prefilter's answer, found in
-    the same pass), for :func:`unexplained_error_lines`' ``blocks``.
+    the same pass), for :func:`unexplained_error_lines`' ``blocks``. ``comments``: read "# ..." comment lines too
+    (nccl-tests output, whose report lines start with "#"); by default they are notes, not output.
     """
     entries = catalogue() if entries is None else entries
     t = clean(text)
@@ -476,7 +482,7 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                 if m.start() < prev_end:
                     continue  # already counted from the previous block's overlap
                 ls = t.rfind("\n", 0, m.start()) + 1
-                if _code_line(t, ls) or _quoted_mention(t, ls, m.start()):
+                if _code_line(t, ls) or _quoted_mention(t, ls, m.start()) or (not comments and _COMMENT.match(t, ls)):
                     continue  # quoted in code, a command or a configuration echo, not said by the program
                 if eng.ids[i] in enclosers:
                     bisect.insort(inside, (m.start(), m.end(), enclosers[eng.ids[i]]))

@@ -1,0 +1,129 @@
+"""What a person wrote is not what happened (parsers/prose.py): messages quoted in the prose, lists and inline code
+of a Markdown issue or notes, in Python source, in a config file's comments or typed at a shell prompt are not
+findings; the output pasted among them (fenced or not) still is."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpudoctor.cli.app import app
+from gpudoctor.parsers.prose import is_markdown, is_python_source, log_view
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures"
+TRACE = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 77, in <module>\n"
+         "[rank1]:     out = model(x)\n[rank1]: RuntimeError: CUDA error: device-side assert triggered\n")
+ISSUE = ("### 🐛 Describe the bug\n\nI'm training with DDP on 2x A100 and it crashes after ~5 minutes. I tried\n"
+         "`NCCL_P2P_DISABLE=1` (people got `NCCL error: unhandled cuda error`) and `expandable_segments:True`\n"
+         "because I thought it was `CUDA out of memory`, but neither helped.\n"
+         "Someone said \"RuntimeError: CUDA error: an illegal memory access was encountered\" is a driver bug?\n\n"
+         "Here is the log:\n\n```\n" + TRACE + "```\n\n### Versions\n\nPyTorch version: 2.4.0+cu121\n")
+
+
+def _run(*paths: Path) -> tuple[int, dict, str]:
+    res = runner.invoke(app, ["check", *map(str, paths), "--format", "json"])
+    doc = json.loads(res.stdout) if res.stdout.strip().startswith("{") else {}
+    return res.exit_code, doc, res.output
+
+
+def _ids(doc: dict, severity: str = "error") -> list[str]:
+    return [f["rule_id"] for f in doc.get("findings", []) if f["severity"] == severity]
+
+
+def test_in_an_issue_the_pasted_traceback_is_the_finding_not_the_users_guesses(tmp_path):
+    p = tmp_path / "issue.md"
+    p.write_text(ISSUE)
+    rc, doc, out = _run(p)
+    assert rc == 1 and _ids(doc) == ["SIG013"], out
+    assert doc["snapshot"]["torch"]["version"] == "2.4.0+cu121"  # the unfenced collect_env line is still read
+
+
+def test_a_traceback_pasted_without_a_fence_is_still_read(tmp_path):
+    p = tmp_path / "issue.md"
+    p.write_text("# Crash on node 3\n\n- driver 550\n- torch 2.4\n\nThe job died with this:\n" + TRACE)
+    assert _ids(_run(p)[1]) == ["SIG013"]
+
+
+def test_an_issue_quoting_a_gpudoctor_report_is_read_for_its_new_traceback(tmp_path):
+    log = tmp_path / "old.log"
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    report = runner.invoke(app, ["check", str(log)]).stdout
+    p = tmp_path / "issue.md"
+    p.write_text("Hi, my job failed. gpudoctor said:\n\n```\n" + report + "```\n\nNow I get:\n\n```\n" + TRACE
+                 + "```\n")
+    rc, doc, out = _run(p)
+    assert _ids(doc) == ["SIG013"], out
+
+
+@pytest.mark.parametrize("text", [
+    "# Our NCCL notes\n\nCommon messages we've seen:\n\n- `CUDA error: out of memory` -- lower the batch size\n"
+    "- `NCCL WARN Call to shm_open failed : Permission denied` -- chmod /dev/shm\n"
+    "- `RuntimeError: CUDA error: an illegal memory access was encountered` -- a custom kernel\n",
+    "# FAQ\n\n**Q: My job dies with `RuntimeError: CUDA error: out of memory`. What do I do?**\nA: Lower the batch "
+    "size.\n\n**Q: I get `NCCL WARN Call to shm_open failed : Permission denied`.**\nA: Run `chmod 1777 /dev/shm`.\n",
+])
+def test_notes_that_only_quote_messages_are_refused_with_the_reason(tmp_path, text):
+    p = tmp_path / "notes.md"
+    p.write_text(text)
+    rc, _, out = _run(p)
+    assert rc == 2 and "Markdown notes or documentation with no log" in out
+
+
+def test_gpudoctors_own_documentation_gives_no_error(tmp_path):
+    rc, doc, out = _run(ROOT / "docs" / "triage.md", ROOT / "README.md")
+    assert not _ids(doc) and not _ids(doc, "warning"), out
+
+
+SOURCE = '''"""Helpers that translate failures into user-facing messages."""
+import logging
+import torch
+
+KNOWN = {
+    "CUDA error: out of memory": "lower the batch size",
+    "NCCL error: unhandled system error": "check /dev/shm",
+}
+
+
+def check_env():
+    if torch.cuda.device_count() < 2:
+        raise SystemExit(
+            "RuntimeError: CUDA error: an illegal memory access was encountered"
+        )
+'''
+
+
+def test_python_source_is_not_a_log(tmp_path):
+    assert is_python_source(SOURCE) and not is_python_source(TRACE)
+    (tmp_path / "helpers.py").write_text(SOURCE)
+    (tmp_path / "train.log").write_text(TRACE)
+    rc, doc, out = _run(tmp_path)
+    assert _ids(doc) == ["SIG013"], out
+    skipped = {Path(i["path"]).name: i.get("reason", "") for i in doc["snapshot"]["inputs"] if i["status"] == "skipped"}
+    assert "Python source" in skipped.get("helpers.py", "")
+
+
+def test_comments_and_typed_commands_are_not_output(tmp_path):
+    p = tmp_path / "session.txt"
+    p.write_text("model: llama-7b\n# if you see \"NCCL error: unhandled system error\" set NCCL_SOCKET_IFNAME\n"
+                 "user@node:~$ echo \"CUDA error: an illegal memory access was encountered\" >> notes.txt\n"
+                 "(base) root@a100-07:/workspace# grep -c 'unhandled cuda error' job.log\n"
+                 "[root@gpu-3 ~]# echo 'CUDA error: out of memory'\n"
+                 "train.log:1532:RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert _ids(_run(p)[1]) == ["SIG001"]  # the grep output is output: a real line of train.log
+
+
+def test_nccl_tests_report_lines_starting_with_a_hash_are_read(tmp_path):
+    p = tmp_path / "nccl-tests.txt"
+    p.write_text("# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n"
+                 "# Out of bounds values : 3 FAILED\n# Avg bus bandwidth    : 120.5\n")
+    assert "SIG426" in _ids(_run(p)[1])
+
+
+def test_raw_logs_are_not_markdown():
+    for p in sorted((FIX / "h200-fault-logs").glob("*.log")):
+        text = p.read_text()
+        assert not is_markdown(text) and log_view(text) is text, p.name
