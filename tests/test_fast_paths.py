@@ -198,3 +198,12 @@ def test_every_example_fires_its_signature_with_either_engine(engine):
     missed = [e["id"] for e in S.catalogue() if "example" in e
               and e["id"] not in {h.id for h in S.match_signatures(e["example"])}]
     assert missed == [], f"{engine}: {missed}"
+
+
+def test_the_block_cache_never_serves_another_texts_bytes():
+    """A text freed after one check and a new one of the same length can share an id (CPython reuses memory): the
+    matcher's cached block must be the new text's (two per-rank logs of equal size in a folder)."""
+    eng = S._engine(tuple((e["id"], e["regex"]) for e in S.catalogue()), S._extras(S.catalogue()))
+    new = "NET/IB: Got completion from peer 10.0.0.2<1> with status=IBV_WC_WR_FLUSH_ERR(5) opcode=0\n"
+    eng._raw_key, eng._raw, eng._raw_text = (id(new), 0, len(new)), b"x" * len(new), new.replace("5", "4")
+    assert eng._ascii_block(new, 0, len(new)) == new.encode()

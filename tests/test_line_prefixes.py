@@ -21,6 +21,8 @@ PREFIXES = {
     "journald": "Dec 04 12:00:00 gpu-node-3 python[4242]: ",
     "journald short-iso": "2026-12-04T12:00:00+0000 gpu-node-3 train.sh[4242]: ",
     "srun --label": " 12: ",
+    "mpirun --tag-output": "[1,12]<stderr>:",
+    "ray": "(RayTrainWorker pid=4321, ip=10.0.0.12) ",
     "kubectl --prefix": "[pod/trainer-worker-3/pytorch] ",
     "kubectl --prefix --timestamps": "[pod/trainer-worker-3/pytorch] 2026-12-04T12:00:00.123456789Z ",
     "docker compose": "trainer-1  | ",
@@ -50,7 +52,7 @@ def _prefixed(text: str, prefix: str) -> str:
 def test_a_prefixed_traceback_folds_to_its_exception_line(tmp_path, name):
     doc = _doc(tmp_path, _prefixed(UNKNOWN, PREFIXES[name]))
     unexplained = next(f for f in doc["findings"] if f["rule_id"] == "SIG000")
-    # srun's task id is kept as torch's rank prefix
+    # srun's task id and Open MPI's rank are kept as torch's rank prefix
     assert [e.removeprefix("[rank12]: ") for e in unexplained["evidence"]] == ["lib.WidgetError: the widget exploded"]
 
 
@@ -109,3 +111,14 @@ def test_kernel_lines_of_journalctl_keep_their_prefix_and_their_xid_is_read(tmp_
 def test_a_log_with_only_some_prefixed_lines_is_left_as_it_is():
     text = "0: first\nplain line\nanother plain line\nand one more\nlast\n"
     assert strip_line_prefixes(text) == text
+
+
+def test_open_mpi_tagged_output_with_mpiruns_own_footer_names_the_rank(tmp_path):
+    text = ("[1,0]<stdout>:step 10 loss 1.0\n[1,1]<stderr>:Traceback (most recent call last):\n"
+            "[1,1]<stderr>:  File \"train.py\", line 20, in <module>\n[1,1]<stderr>:    hvd.allreduce(x)\n"
+            "[1,1]<stderr>:RuntimeError: CUDA error: out of memory\n" + "-" * 74 + "\n"
+            "Primary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the "
+            "job has been aborted.\n" + "-" * 74 + "\n")
+    doc = _doc(tmp_path, text)
+    oom = next(f for f in doc["findings"] if f["rule_id"] == "SIG012")
+    assert oom["data"]["ranks"] == [1] and "SIG000" not in {f["rule_id"] for f in doc["findings"]}

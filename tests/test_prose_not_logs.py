@@ -127,3 +127,17 @@ def test_raw_logs_are_not_markdown():
     for p in sorted((FIX / "h200-fault-logs").glob("*.log")):
         text = p.read_text()
         assert not is_markdown(text) and log_view(text) is text, p.name
+
+
+def test_a_jupyter_notebook_is_read_for_its_outputs_not_its_source(tmp_path):
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "source": ["# try `CUDA out of memory` fixes"]},
+        {"cell_type": "code", "source": ["raise RuntimeError('NCCL error: unhandled system error')"], "outputs": []},
+        {"cell_type": "code", "source": ["x = torch.zeros(1).cuda()"], "outputs": [
+            {"output_type": "stream", "name": "stderr", "text": ["loading model\n"]},
+            {"output_type": "error", "ename": "RuntimeError", "evalue": "CUDA error: no kernel image is available "
+             "for execution on the device", "traceback": ["\x1b[0;31mRuntimeError\x1b[0m  Traceback (most recent call "
+                                                          "last)", "Cell In[2], line 1"]}]}]}
+    p = tmp_path / "debug.ipynb"
+    p.write_text(json.dumps(nb))
+    assert _ids(_run(p)[1]) == ["SIG001"]

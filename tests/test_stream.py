@@ -59,3 +59,17 @@ def test_collect_env_with_full_width_colons(tmp_path):
     snap, errors = build_snapshot([str(p)])
     assert not errors and snap.torch is not None and snap.torch.version == "2.4.1+cu121"
     assert snap.torch.cuda == "12.1"
+
+
+def test_a_log_format_carried_into_later_chunks_is_no_failure_there(tmp_path, monkeypatch):
+    """A large log whose NCCL banner is in its first chunk only: the later chunks, told it is an NCCL log, find no
+    NCCL line, which is no reason for a note (LOG000) when the first chunk read it."""
+    from gpudoctor.parsers import stream as S
+    from gpudoctor.parsers.offline import build_snapshot
+
+    monkeypatch.setattr(S, "WHOLE_BYTES", 4000)
+    monkeypatch.setattr(S, "CHUNK_BYTES", 3000)
+    p = tmp_path / "train.log"
+    p.write_text("NCCL version 2.21.5+cuda12.4\n" + "".join(f"step {i} loss 0.5 lr 3e-4\n" for i in range(2000)))
+    snap, errors = build_snapshot([str(p)], jobs=1)
+    assert errors == [] and snap.inputs[0].note is None

@@ -48,6 +48,9 @@ def collect_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+#: an exception's name before its message ("KeyError: 'input_ids'", "KeyboardInterrupt: "): the message is the clue
+#: to the crash, not a credential
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning|Interrupt)$")
 _ASSIGN = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*|\s+set by environment to\s+)(?P<val>\"[^\"]*\"|'[^']*'|\S+)"
 )
@@ -61,7 +64,7 @@ def scrub(text: str) -> str:
         return text
 
     def assign(m: re.Match[str]) -> str:
-        if _SECRET_NAME.search(m.group("name")):
+        if _SECRET_NAME.search(m.group("name")) and not _EXCEPTION_NAME.search(m.group("name")):
             return f"{m.group('name')}{m.group('sep')}{REDACTED}"
         return m.group(0)
 

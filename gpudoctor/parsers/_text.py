@@ -110,26 +110,35 @@ _JOURNAL_TIME = r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\
 #: file (/var/log/containers/*.log: "<RFC 3339 time> stderr F <line>", P for a line the runtime split), `kubectl logs
 #: --prefix` ("[pod/<pod>/<container>] <line>", with --timestamps the time after it), `kubectl logs --timestamps` /
 #: `docker logs -t` ("<RFC 3339 time> <line>"), journald's short and short-iso forms ("Dec 04 12:00:00 host
-#: unit[pid]: <line>"), `srun --label` ("  3: <line>", the task id right-aligned) and `docker compose logs`
-#: ("trainer-1  | <line>")
+#: unit[pid]: <line>"), `srun --label` ("  3: <line>", the task id right-aligned), Open MPI's `mpirun --tag-output`
+#: ("[1,3]<stderr>:<line>", job id and rank), Ray's worker prefix ("(RayTrainWorker pid=4321, ip=10.0.0.12) <line>")
+#: and `docker compose logs` ("trainer-1  | <line>")
 LINE_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cri", re.compile(rf"^{_ISO} (?:stdout|stderr) (?P<tag>[FP]) ?")),
     ("kubectl --prefix", re.compile(rf"^\[pod/[^/\]\s]+/[^\]\s]+\] (?:{_ISO} )?")),
     ("journald", re.compile(rf"^{_JOURNAL_TIME} [\w.-]+ (?!kernel:)[\w.@/:-]+?(?:\[\d+\])?: ")),
     ("timestamps", re.compile(rf"^{_ISO} ")),
     ("srun --label", re.compile(r"^ {0,4}(?P<task>\d{1,5}): ")),
+    ("mpirun --tag-output", re.compile(r"^\[\d+,(?P<task>\d+)\]<(?:stdout|stderr|stddiag)>: ?")),
+    ("ray", re.compile(r"^\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.:a-fA-F]+)?\) ")),
     ("compose", re.compile(r"^[\w.-]+-\d+ +\| ")),
 )
 #: lines a prefix's log holds that keep their own prefix: journald's kernel lines, which parsers/dmesg.py reads with
 #: it ("Dec 04 12:00:00 host kernel: NVRM: Xid ..."): they count as that log's lines but are not rewritten
 _KEPT = {"journald": re.compile(rf"^{_JOURNAL_TIME} [\w.-]+ kernel: ")}
+#: prefixes a program's own lines could start with by chance ("12: ", a time stamp, "name-1 | "): they must start
+#: 80 % of the lines; the others (a CRI tag, kubectl's [pod/...], Open MPI's [1,3]<stderr>:, Ray's (... pid=N)) half,
+#: as a launcher's own footer lines (mpirun's, torchrun's) carry none
+_LOOSE = ("timestamps", "srun --label", "compose")
+#: the prefixes whose task number is the process's rank (SLURM_PROCID; Open MPI's rank in [jobid,rank])
+_TASK_IS_RANK = ("srun --label", "mpirun --tag-output")
 #: torch's own rank prefix, which a line under srun --label may carry already (torchrun started by srun)
 _RANK_PREFIX = re.compile(r"\[rank\d+\]:")
 
 
 def strip_line_prefixes(text: str, sample: int = 200) -> str:
     """``text`` without the collector's prefix of LINE_PREFIXES on each line, when one prefix starts at least 80 % of
-    the first ``sample`` non-empty lines (a log saved by kubectl, the container runtime, journald, srun --label or
+    the first ``sample`` non-empty lines (half of them for the prefixes no program prints by chance, _LOOSE) (a log saved by kubectl, the container runtime, journald, srun --label or
     docker compose): tracebacks, multi-line messages and the code lines of a frame then read as the program printed
     them. Other texts are returned as they are.
 
@@ -142,7 +151,8 @@ def strip_line_prefixes(text: str, sample: int = 200) -> str:
         return text
     for name, rx in LINE_PREFIXES:
         kept = _KEPT.get(name)
-        if sum(1 for x in head if rx.match(x) or (kept is not None and kept.match(x))) < 0.8 * len(head):
+        share = 0.8 if name in _LOOSE else 0.5
+        if sum(1 for x in head if rx.match(x) or (kept is not None and kept.match(x))) < share * len(head):
             continue
         out: list[str] = []
         partial = ""
@@ -159,7 +169,7 @@ def strip_line_prefixes(text: str, sample: int = 200) -> str:
                 partial += body
                 joined += 1
                 continue
-            if name == "srun --label" and not _RANK_PREFIX.match(body):
+            if name in _TASK_IS_RANK and not _RANK_PREFIX.match(body):
                 body = f"[rank{int(m.group('task'))}]: {body}"
             out.append(partial + body)
             out.extend([""] * joined)
@@ -219,3 +229,37 @@ def int_ranges(nums) -> str:
         out.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
         i = j + 1
     return ", ".join(out)
+
+
+def unwrap_notebook(text: str) -> str:
+    """The outputs of a Jupyter notebook's code cells (stream text, an error's traceback and 'ename: evalue', plain
+    text results), in cell order: what the user saw run; ``text`` itself when it is not a notebook (nbformat 4 JSON
+    with a list of cells). The cells' source is code, not output, and is left out."""
+    import json
+
+    if not text.lstrip().startswith("{") or '"cells"' not in text or '"nbformat"' not in text:
+        return text
+    try:
+        nb = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or "nbformat" not in nb:
+        return text
+
+    def joined(v) -> str:
+        return "".join(v) if isinstance(v, list) else v if isinstance(v, str) else ""
+
+    out: list[str] = []
+    for cell in nb["cells"]:
+        for o in (cell.get("outputs") or []) if isinstance(cell, dict) else []:
+            if not isinstance(o, dict):
+                continue
+            kind = o.get("output_type")
+            if kind == "stream":
+                out.append(joined(o.get("text")))
+            elif kind == "error":
+                out.append("\n".join(str(x) for x in o.get("traceback") or []))
+                out.append(f"{o.get('ename', '')}: {o.get('evalue', '')}")
+            elif kind in ("execute_result", "display_data") and isinstance(o.get("data"), dict):
+                out.append(joined(o["data"].get("text/plain")))
+    return clean("\n".join(x.rstrip("\n") for x in out if x)) + "\n"

@@ -20,7 +20,7 @@ from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
 from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
-from gpudoctor.parsers._text import clean, clip, strip_line_prefixes, unquote, unwrap_json_lines
+from gpudoctor.parsers._text import clean, clip, strip_line_prefixes, unquote, unwrap_json_lines, unwrap_notebook
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
     _attach,
     _attach_processes,
@@ -188,12 +188,14 @@ _OWN_OUTPUT_REASONS = {
 #: a named pipe, socket or device found in a folder: never opened (a pipe without a writer blocks the open); one
 #: named on the command line is read (`check <(kubectl logs ...)` passes a pipe)
 NOT_REGULAR = ": not a regular file (a named pipe, socket or device file), not opened"
+#: a symbolic link in a folder whose target is gone (a rotated log, a moved mount): skipped with a note
+DANGLING = ": a symbolic link whose target does not exist, not read"
 #: a Markdown document whose text is all the writer's words (parsers/prose.py): notes, a wiki page, documentation
 MARKDOWN_NOTES = (": Markdown notes or documentation with no log in them (messages quoted in prose, lists and "
                   "tables are the writer's words, not output): paste the log itself, or put it in a ``` block")
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
 SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT, NOT_REGULAR,
-                MARKDOWN_NOTES) + tuple(
+                MARKDOWN_NOTES, DANGLING) + tuple(
     _OWN_OUTPUT_REASONS.values()
 )
 
@@ -221,11 +223,17 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         if "\x1b" in text:  # a coloured capture (FORCE_COLOR, `script`): formats are recognised on the plain text
             text = clean(_ERASED.sub("", text))
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
+        text = unwrap_notebook(text)  # a Jupyter notebook: its cells' outputs
         text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
         text = strip_line_prefixes(text)  # kubectl / CRI / journald / srun --label / compose line prefixes
         viewed = log_view(text, _not_output)  # a Markdown issue or notes: the writer's words are not the log
-        markdown, text = viewed is not text, viewed
-        kinds = D.detect(text)
+        markdown = viewed is not text
+        whole_doc = D.detect(text) if markdown else []
+        if D.GD_FORMAT in whole_doc:  # gpudoctor's rule documentation (explain, docs/rules) is Markdown itself
+            kinds = whole_doc
+        else:
+            text = viewed
+            kinds = D.detect(text)
     else:
         if D.JSON_LINES in kinds:  # a chunk of a large JSON-lines log (parsers/stream.py)
             text = unwrap_json_lines(text)
@@ -342,6 +350,8 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
         err: str | None
         if path != "-" and os.path.abspath(path) not in named and os.path.exists(path) and not os.path.isfile(path):
             err = f"{path}{NOT_REGULAR}"  # opening a named pipe in a folder would wait for a writer forever
+        elif path != "-" and os.path.abspath(path) not in named and os.path.islink(path) and not os.path.exists(path):
+            err = f"{path}{DANGLING}"
         else:
             err = stream.parse_input(path, col, _parse_file, jobs, idle)
         if err:

@@ -53,7 +53,16 @@ def is_markdown(text: str) -> bool:
     return marks >= _MIN_MARKS - 1
 
 
+#: a list item stating a fact ("- PyTorch Version (e.g., 1.0): 1.1.0", the checklist of PyTorch's issue template):
+#: the writer's answer, read as such (its key names no error: "- CUDA error: out of memory" is a quoted message)
+_FACT_ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]+(?P<key>[^:`*\n]{2,80}):(?:[ \t]+[^`\n]{0,80})?[ \t]*$")
+_ERROR_WORD = re.compile(r"(?i)error|exception|warn|fail|fault|abort|kill|crash|timeout|timed out")
+
+
 def _prose(line: str, sentences: bool) -> bool:
+    fact = _FACT_ITEM.match(line)
+    if fact is not None and not _ERROR_WORD.search(fact.group("key")):
+        return False
     if _STRUCTURE.match(line) or _INLINE_CODE.search(line):
         return True
     return sentences and _SENTENCE.match(line) is not None and _OUTPUT_START.match(line) is None

@@ -218,6 +218,7 @@ class _Engine:
         self._re2_cache: dict[int, Any] = {}
         self._exact_cache: dict[int, Any] = {}
         self._raw_key: tuple[int, int, int] | None = None
+        self._raw_text: str | None = None  # the text self._raw was cut from
         self._raw: bytes | None = None
         self.always: list[int] = []
         self.extras_always: set[int] = set()
@@ -298,10 +299,10 @@ class _Engine:
         """t[s0:stop] as bytes when it is ASCII (offsets in bytes and characters agree), else None; the last block
         is kept, since several signatures are searched in the same block in turn."""
         key = (id(t), s0, stop)
-        if self._raw_key != key:
+        if self._raw_key != key or self._raw_text is not t:  # (the text itself is held: a later text may reuse its id)
             block = t[s0:stop]
             raw = block.encode("utf-8", "surrogatepass")
-            self._raw_key, self._raw = key, raw if len(raw) == len(block) else None
+            self._raw_key, self._raw, self._raw_text = key, raw if len(raw) == len(block) else None, t
         return self._raw
 
     def _peeks(self, i: int) -> bool:
@@ -438,7 +439,7 @@ def _blocks(t: str, size: int, start: int = 0, end: int | None = None) -> list[t
 
 def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, file: str | None = None,
                      spans: list[tuple[int, int]] | None = None, line_base: int = 0,
-                     errorish: list[tuple[int, int]] | None = None, comments: bool = False) -> list[SignatureHit]:
+                     errorish: list[tuple[int, int]] | None = None, comments: bool = True) -> list[SignatureHit]:
     """Every catalogue entry that matches ``text``, with its count, first matching lines, named groups, and the ranks,
     hosts and GPUs its lines name with the line numbers of its first and last match (parsers/hit_origin.py;
     ``line_base``: lines of the same file before ``text``, for a chunk of a large input).
@@ -446,8 +447,9 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     ``spans`` (optional, out) receives the (start, end) character spans of all matches, so that
     :func:`unexplained_error_lines` can skip lines a signature explains. ``errorish`` (optional, out) receives the
     line-aligned (start, end) blocks of the cleaned text where ERRORISH may match (the prefilter's answer, found in
-    the same pass), for :func:`unexplained_error_lines`' ``blocks``. ``comments``: read "# ..." comment lines too
-    (nccl-tests output, whose report lines start with "#"); by default they are notes, not output.
+    the same pass), for :func:`unexplained_error_lines`' ``blocks``. ``comments``: read "# ..." comment lines
+    (False: they are notes in a config file, a script or a shell session, not output; `check` passes True only for
+    nccl-tests output, whose report lines start with "#").
     """
     entries = catalogue() if entries is None else entries
     t = clean(text)

@@ -372,11 +372,17 @@ def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, pa
 
 
 def _merge_inputs(col: Any, start: int) -> None:
-    """One InputFile for a chunked input: kinds and sections united, the first note kept."""
+    """One InputFile for a chunked input: kinds and sections united; of the chunks' notes, the first that names a
+    format no chunk read (a log format carried on from an earlier chunk finds none of its lines in a later one:
+    that is no failure when another chunk read it)."""
     mine = col.inputs[start:]
     if len(mine) <= 1:
         return
+    read = {k for i in mine for k in i.kinds if not _failed(i.note, k)}
     first = mine[0]
+    notes = [[p for p in i.note.split("; ") if not any(p.startswith(f"{k}: ") for k in read)]
+             for i in mine if i.note]
+    note = next(("; ".join(n) for n in notes if n), None)
     for other in mine[1:]:
         for k in other.kinds:
             if k not in first.kinds:
@@ -384,6 +390,10 @@ def _merge_inputs(col: Any, start: int) -> None:
         for s in other.sections:
             if s not in first.sections:
                 first.sections.append(s)
-        if other.note and not first.note:
-            first.note = other.note
+    first.note = note
     del col.inputs[start + 1:]
+
+
+def _failed(note: str | None, kind: str) -> bool:
+    """Whether an input's note says format ``kind`` could not be read (offline_formats: "<kind>: <why>")."""
+    return bool(note) and f"{kind}: " in note  # type: ignore[operator]

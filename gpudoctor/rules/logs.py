@@ -165,6 +165,12 @@ _NET_SIGS = {"SIG020", "SIG031", "SIG032", "SIG033", "SIG034", "SIG035", "SIG038
 _GPU_SIGS = {"SIG010", "SIG015", "SIG046", "SIG060", "SIG065"}
 
 
+def _root_exception(logs) -> str | None:
+    """The first exception line of the logs that no signature explains (the failing rank's own error, when torchrun
+    reports a ChildFailedError), or None."""
+    return next((x for x in logs.error_lines if _EXCEPTION_LINE.match(x)), None)
+
+
 def _context(entry: dict, snap: Snapshot) -> list[str]:
     """The other facts of the inputs that bear on this signature (versions, variables, GPU count), so that the
     finding concludes instead of echoing."""
@@ -183,7 +189,7 @@ def _context(entry: dict, snap: Snapshot) -> list[str]:
         if logs is not None and logs.nccl is not None and logs.nccl.net:
             out.append(f"NCCL network in use: {logs.nccl.net}")
     if sid == "SIG050" and logs is not None:  # the root cause's own exception, when no signature explains it
-        exc = next((x for x in logs.error_lines if _EXCEPTION_LINE.match(x)), None)
+        exc = _root_exception(logs)
         if exc is not None:
             out.append(f"the exception in the inputs that no signature explains (read it first): {clip(exc, 200)}")
     cmds = logs.commands if logs is not None else []
@@ -363,6 +369,8 @@ def _register_signature(entry: dict) -> None:
                 # left CUDA failing with 802 stopped the job); other causes keep theirs (a harmless race at exit)
                 sev = max([(case or {}).get("severity", entry["severity"])]
                           + [_SEVERITY[f.id] for f in follow if entry.get("escalates")], key=SEVERITY_ORDER.__getitem__)
+                if sid == "SIG050" and sev == "info" and _root_exception(logs) is not None:
+                    sev = "warning"  # the job failed on an exception no signature explains: shown, not hidden
                 yield ctx.finding(ev, severity=sev, title=(case or {}).get("title"), remedy=(case or {}).get("remedy"),
                                   data={"family": entry.get("family", ""), "count": hit.count,
                                                           "files": hit.files, "groups": hit.groups,
@@ -416,6 +424,7 @@ def xids(ctx):
         groups.setdefault((x.xid, x.pci_bus_id or "?"), []).append(x)
     causes = {bus for (code, bus) in groups if code not in FOLLOW_ON_XIDS}
     hardware = hardware_xids(logs)
+    placed = _place_follow_ons(follow_ons_of(logs, XID_CAUSE), hardware) if hardware else {}
     for (code, bus), events in sorted(groups.items()):
         entry = table.get(str(code))
         if code in FOLLOW_ON_XIDS and bus in causes:
@@ -447,7 +456,7 @@ def xids(ctx):
         if follow:
             ev.append("follow-on on the same GPU (cleanup after this error, not a separate fault): "
                       + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
-        errors = follow_ons_of(logs, XID_CAUSE) if (code, bus) in hardware else []
+        errors = placed.get((code, bus), [])
         ev += follow_on_lines(errors, "caused by this Xid")
         yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
                           data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
@@ -467,6 +476,17 @@ def follow_ons_of(logs, rule_id: str) -> list:
         causes = _suppressed(entry, hit_ids, logs.signatures)[1]
         if causes == [rule_id] and not _suppressed(entry, hit_ids - {rule_id}, logs.signatures)[0]:
             out.append(h)
+    return out
+
+
+def _place_follow_ons(hits, hardware: list[tuple[int, str]]) -> dict[tuple[int, str], list]:
+    """Each follow-on hit under one hardware Xid: the Xid of the GPU its lines name (a kernel line's PCI address),
+    else the first hardware Xid of the inputs (an application's CUDA error names no PCI address)."""
+    out: dict[tuple[int, str], list] = {}
+    for h in hits:
+        buses = {g.lower().split(".")[0] for g in h.gpus if ":" in g and "@" not in g}
+        home = next((x for x in hardware if x[1].lower().split(".")[0] in buses), hardware[0])
+        out.setdefault(home, []).append(h)
     return out
 
 
