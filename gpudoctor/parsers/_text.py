@@ -137,9 +137,10 @@ _RANK_PREFIX = re.compile(r"\[rank\d+\]:")
 
 
 def strip_line_prefixes(text: str, sample: int = 200) -> str:
-    """``text`` without the collector's prefix of LINE_PREFIXES on each line, when one prefix starts at least 80 % of
-    the first ``sample`` non-empty lines (half of them for the prefixes no program prints by chance, _LOOSE) (a log saved by kubectl, the container runtime, journald, srun --label or
-    docker compose): tracebacks, multi-line messages and the code lines of a frame then read as the program printed
+    """``text`` without the collector's prefix of LINE_PREFIXES on each line, when one prefix starts enough of the
+    first ``sample`` non-empty lines (80 % for the prefixes a program could print by chance, _LOOSE; half for the
+    others) -- a log saved by kubectl, the container runtime, journald, srun --label, mpirun, Ray or docker
+    compose: tracebacks, multi-line messages and the code lines of a frame then read as the program printed
     them. Other texts are returned as they are.
 
     CRI lines tagged P (split by the runtime) are joined to the line that continues them, followed by as many empty
