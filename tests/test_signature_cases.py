@@ -605,3 +605,24 @@ def test_c10d_retry_and_start_lines_are_not_unexplained(tmp_path):
                                 "[W611 10:22:40.1 socket.cpp:752] [c10d] The server socket on [::ffff:10.0.3.11]:29500 "
                                 "has timed out, will retry.\n")
     assert "SIG040" in {f["rule_id"] for f in found} and "SIG000" not in {f["rule_id"] for f in found}
+
+
+# NVIDIA/libnvidia-container src/cli/dsl.c dsl_evaluate: space-separated alternatives of comma-joined conditions;
+# error_setx(err, "unsatisfied condition: %s", buf) names the failing condition of the last alternative tried
+@pytest.mark.parametrize("cond, says", [
+    ("brand=tesla", "newer cuda than the host driver"), ("brand = tesla", "newer cuda than the host driver"),
+    ("arch>=9.0", "gpu architecture"), ("driver>=535", "newer nvidia driver"),
+    ("cuda>=12.6", "newer cuda than the host driver"),
+])
+def test_a_container_requirement_is_read_by_its_condition(tmp_path, cond, says):
+    f = _one(_findings(tmp_path, f"docker: Error response from daemon: failed to create task for container: "
+                                 f"nvidia-container-cli: requirement error: unsatisfied condition: {cond}: unknown.\n"),
+             "SIG089")
+    assert says in f["title"].lower()
+
+
+def test_a_bootstrap_device_filter_that_matches_nothing_names_nccl_oob_net_ifname(tmp_path):
+    # NVIDIA/nccl src/bootstrap.cc WARN("no device found matching %s%s, verify NCCL_OOB_NET_IFNAME", ...)
+    f = _one(_findings(tmp_path, "node7:3001:3120 [0] bootstrap.cc:577 NCCL WARN no device found matching "
+                                 "exactly =mlx5_9, verify NCCL_OOB_NET_IFNAME\n"), "SIG033")
+    assert "NCCL_OOB_NET_IFNAME" in f["title"] and "NCCL_OOB_NET_IFNAME" in f["remedy"]

@@ -441,7 +441,7 @@ def xids(ctx):
         fixed = _driver_fix((entry or {}).get("driver_fixed", ()), ctx.snap)
         if fixed is not None:  # a driver defect the release notes name: the driver, not the GPU, is to fix first
             blame, action = "driver", f"update the driver to {fixed[0]} or later ({fixed[1]}); then " + action
-        if blame == "GPU" and sev == "error" and "RMA" not in action:
+        if blame == "GPU" and sev == "error" and "RMA" not in action and code != 154:  # 154: the driver's own action
             action = HARDWARE_LADDER[2].upper() + HARDWARE_LADDER[3:] if _ONLY_RESET.match(action) else \
                 action + HARDWARE_LADDER
         ev = [f"{len(events)} event(s) on GPU {bus}, blame: {blame}", f"first: {events[0].line}"]
@@ -525,7 +525,7 @@ def _recovery_action(line: str, sev: str, action: str) -> tuple[str, str]:
     entry = data.load("xid").get("recovery_action", {}).get(name)
     if entry is None:
         return sev, action
-    return entry["severity"], f"{name}: {entry['action']}"
+    return entry["severity"], f"{name} (the driver's recovery action): {entry['action']}"
 
 
 @rule("LOG002")
