@@ -191,7 +191,7 @@ def test_xid_154_takes_the_severity_and_fix_of_the_action_it_names(tmp_path, act
                               f"(None) to 0x2 ({action})\n")
     f = got["LOG001"]
     assert f.severity == severity and fix in f.remedy and action in f.remedy
-    assert "`nvidia-smi -r -i <gpu>`) or reboot" not in f.remedy  # the driver's action alone, no generic ladder after it
+    assert "`nvidia-smi -r -i <gpu>`) or reboot" not in f.remedy  # the driver's action, no generic ladder
 
 
 def test_one_gpu_faulting_for_many_programs_is_pointed_at(tmp_path):
