@@ -90,3 +90,15 @@ def test_html_reports_of_check_scan_and_cluster_are_own_outputs(tmp_path: Path) 
         assert D.detect(f"<!DOCTYPE html><html><head><title>{title}: FAIL</title></head></html>") == [D.GD_FORMAT]
     again = runner.invoke(app, ["check", str(html)])
     assert again.exit_code == 2 and "--format junit/prometheus/html" in again.output
+
+
+def test_an_excerpt_of_a_report_without_its_header_is_still_ours(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    report = runner.invoke(app, ["check", str(log)]).stdout
+    part = report[report.index("[✗] Logs & errors"):]  # the section a user copies into a ticket
+    p = tmp_path / "excerpt.txt"
+    p.write_text(part)
+    res = runner.invoke(app, ["check", str(p)])
+    assert res.exit_code == 2 and "gpudoctor text report" in res.output

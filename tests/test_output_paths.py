@@ -74,3 +74,29 @@ def test_an_output_file_that_fails_at_the_end_goes_to_stdout(tmp_path, monkeypat
     res = _check_with(tmp_path, monkeypatch, outputs, "write_atomic",
                       ["--format", "junit", "-o", str(tmp_path / "r.xml")])
     assert res.exit_code == 2 and "<testsuites" in res.output and not Path(tmp_path / "r.xml").exists()
+
+
+def test_a_device_or_pipe_target_is_written_directly_not_replaced(tmp_path):
+    import os
+
+    from gpudoctor.reports.outputs import write_atomic
+
+    assert unwritable(os.devnull) is None  # no temporary file is made beside it (/dev may not take one)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "stdout"  # like /dev/stdout -> /proc/self/fd/1 -> pipe:[...]
+    link.symlink_to(fifo)
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        write_atomic(str(link), "{}\n")
+        assert os.read(r, 100) == b"{}\n" and link.is_symlink()
+    finally:
+        os.close(r)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3"])
+def test_a_bad_gpudoctor_jobs_is_a_usage_error(tmp_path, value):
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    res = runner.invoke(app, ["check", str(log)], env={"GPUDOCTOR_JOBS": value})
+    assert res.exit_code == 2 and "GPUDOCTOR_JOBS" in res.output

@@ -242,7 +242,7 @@ def check(
     output: str | None = output_option(),
     verbose: bool = verbose_option(),
     fail_on: FailOn = fail_on_option(),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, show_default=False,
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, show_default=False, envvar="GPUDOCTOR_JOBS",
                                     help="Worker processes for inputs over 4 MiB (default: one per usable CPU, or "
                                          "GPUDOCTOR_JOBS; 1: read in this process)."),
 ):

@@ -104,6 +104,8 @@ def unwritable(path: str) -> str | None:
         return f"no such directory {parent}"
     if os.path.exists(path) and not os.access(path, os.W_OK):
         return "permission denied"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return None  # a FIFO, /dev/stdout, a terminal: written directly (reports/outputs.py write_atomic)
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"permission denied (directory {parent})"
     return _cannot_create_in(parent)

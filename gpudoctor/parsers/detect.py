@@ -39,6 +39,9 @@ NOT_INPUTS = OWN_OUTPUTS + (CODE_TABLE, PY_SOURCE)
 #: "gpudoctor 0.1.0 · 2026-11-29T13:18:51+00:00" or "gpudoctor 0.1.0 · cluster report · 2026-...": anywhere in the
 #: first lines (a capture may start with a date or the command line)
 _GD_HEADER = re.compile(r"\A(?:[^\n]*\n){0,5}?[ \t]*gpudoctor \d+\.\d+\S* · (?:[a-z][a-z ]+ · )?\d{4}-\d\d-\d\dT", re.M)
+#: a finding line of a terminal report ("    ✗ SIG012 CUDA out of memory", "  ! LOG000 ..."; '?' / 'x' marks without
+#: UTF-8 or colour): with "→ fix" lines, an excerpt of a report whose header was not pasted
+_GD_FINDING = re.compile(r"^ {2,8}[✗!i?xX*] [A-Z]{3}\d{3} \S", re.M)
 #: cuda-version-check's text / github output: "PASS  torch ... on ...: reason" lines and the "N passed, N failed" tally
 _GD_CVC = re.compile(r"^(?:::(?:error|warning) [^\n]*title=gpudoctor cuda-version-check"
                      r"|(?:PASS|FAIL)  torch \S+ [^\n]* on )"
@@ -298,7 +301,7 @@ def detect(text: str) -> list[str]:
         kind = _json_kind(text.strip())
         if kind is not None:
             return [kind]
-    if _GD_HEADER.search(text):
+    if _GD_HEADER.search(text) or ("→ fix" in text and len(_GD_FINDING.findall(text[:1 << 20])) >= 2):
         return [GD_TEXT]
     if _gate(text, "cvc") and _GD_CVC.search(text):
         return [GD_VERSIONCHECK]

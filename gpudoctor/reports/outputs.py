@@ -86,7 +86,8 @@ def write_atomic(path: str, text: str) -> None:
     A symlink is followed (the file it points to is replaced, the link stays); a path that exists and is not a
     regular file (a FIFO, /dev/stdout, a terminal, /dev/full) is written directly, never replaced. Raises OSError
     (unwritable directory, disk full, a device that refuses the write); no temporary file is left behind."""
-    path = os.path.realpath(path)
+    if not (os.path.exists(path) and not os.path.isfile(path)):  # (/dev/stdout of a pipe resolves to no path)
+        path = os.path.realpath(path)
     if os.path.exists(path) and not os.path.isfile(path):
         if os.path.isdir(path):
             raise IsADirectoryError(f"{path} is a directory")
