@@ -188,14 +188,12 @@ _OWN_OUTPUT_REASONS = {
 #: a named pipe, socket or device found in a folder: never opened (a pipe without a writer blocks the open); one
 #: named on the command line is read (`check <(kubectl logs ...)` passes a pipe)
 NOT_REGULAR = ": not a regular file (a named pipe, socket or device file), not opened"
-#: a symbolic link in a folder whose target is gone (a rotated log, a moved mount): skipped with a note
-DANGLING = ": a symbolic link whose target does not exist, not read"
 #: a Markdown document whose text is all the writer's words (parsers/prose.py): notes, a wiki page, documentation
 MARKDOWN_NOTES = (": Markdown notes or documentation with no log in them (messages quoted in prose, lists and "
                   "tables are the writer's words, not output): paste the log itself, or put it in a ``` block")
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
 SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT, NOT_REGULAR,
-                MARKDOWN_NOTES, DANGLING) + tuple(
+                MARKDOWN_NOTES) + tuple(
     _OWN_OUTPUT_REASONS.values()
 )
 
@@ -350,8 +348,6 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
         err: str | None
         if path != "-" and os.path.abspath(path) not in named and os.path.exists(path) and not os.path.isfile(path):
             err = f"{path}{NOT_REGULAR}"  # opening a named pipe in a folder would wait for a writer forever
-        elif path != "-" and os.path.abspath(path) not in named and os.path.islink(path) and not os.path.exists(path):
-            err = f"{path}{DANGLING}"
         else:
             err = stream.parse_input(path, col, _parse_file, jobs, idle)
         if err:
