@@ -107,3 +107,14 @@ def test_a_wrapper_with_a_line_of_its_own_stays_a_finding(tmp_path):
     p.write_text(_APP.format(err="unspecified launch failure")
                  + "node1:4242:4300 [0] NCCL WARN Cuda failure 'frobnication not permitted'\n")
     assert "SIG028" in _errors(_check(p))
+
+
+def test_the_containment_xid_of_an_ecc_error_is_part_of_it(tmp_path):
+    # open-gpu-kernel-modules: Xid 48 (DBE) then Xid 94 "Contained: ..." for the same error on the same GPU
+    p = tmp_path / "dmesg.txt"
+    p.write_text("[ 100.1] NVRM: Xid (PCI:0000:b1:00): 48, pid=4242, name=python, An uncorrectable double bit error "
+                 "(DBE) has been detected on GPU in the framebuffer at partition 3, subpartition 1.\n"
+                 "[ 100.2] NVRM: Xid (PCI:0000:b1:00): 94, pid=4242, name=python, Contained: SM (0x1). RST: No\n"
+                 "[ 200.2] NVRM: Xid (PCI:0000:3b:00): 94, pid=5151, name=python, Contained: SM (0x1). RST: No\n")
+    xids = [(f["data"]["xid"], f["data"]["pci_bus_id"]) for f in _check(p) if f["rule_id"] == "LOG001"]
+    assert xids == [(48, "0000:b1:00"), (94, "0000:3b:00")]  # the 94 of another GPU is its own fault

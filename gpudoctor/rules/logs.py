@@ -25,6 +25,10 @@ NO_LOGS = "no log or error text among the inputs (pass them to `gpudoctor check`
 # Xids the driver logs while cleaning up after another fault (43: channel stopped after an application fault,
 # 45: preemptive removal after other errors or a killed process): attached to the cause on the same GPU.
 FOLLOW_ON_XIDS = (43, 45)
+#: Xids that classify the fault another Xid of the same GPU reported: a double-bit ECC error (48) is then reported
+#: contained to one application (94) or not (95) -- one memory error, listed in the 48's finding (NVIDIA Xid
+#: catalogue: Xid 94 / 95 on A100 and later accompany the ECC error)
+SAME_FAULT = {94: 48, 95: 48}
 
 
 def _logs(ctx):
@@ -429,6 +433,8 @@ def xids(ctx):
         entry = table.get(str(code))
         if code in FOLLOW_ON_XIDS and bus in causes:
             continue  # cleanup after the other Xid(s) of this GPU: reported with them
+        if SAME_FAULT.get(code) is not None and (SAME_FAULT[code], bus) in groups:
+            continue  # the classification of the ECC error the 48 of this GPU reported: listed there
         if entry:
             title = f"Xid {code} ({entry.get('mnemonic') or entry.get('published', '')}): {entry['meaning']}"
             sev, action = entry["severity"], entry["action"]
@@ -453,8 +459,11 @@ def xids(ctx):
         if len(events) > 1:
             ev.append(f"last: {events[-1].line}")
         follow = {c: len(groups[(c, bus)]) for c in FOLLOW_ON_XIDS if (c, bus) in groups and code not in FOLLOW_ON_XIDS}
+        follow.update({c: len(groups[(c, bus)]) for c, cause in SAME_FAULT.items()
+                       if cause == code and (c, bus) in groups})
         if follow:
-            ev.append("follow-on on the same GPU (cleanup after this error, not a separate fault): "
+            ev.append("follow-on on the same GPU (cleanup after this error or its classification, not a separate "
+                      "fault): "
                       + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
         errors = placed.get((code, bus), [])
         ev += follow_on_lines(errors, "caused by this Xid")
