@@ -28,6 +28,8 @@ _LINK = re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")
 #: a sentence: a capitalised word, four or more words, ending in . ? ! or : -- never a line that starts like output
 #: (an exception name, a traceback header, a path, a bracketed prefix, a timestamp, an all-capitals level)
 _SENTENCE = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}[.?!:][\"”)]?[ \t]*$")
+#: the first line of a wrapped paragraph: a capitalised word and four more (its sentence ends on a later line)
+_SENTENCE_START = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}")
 _OUTPUT_START = re.compile(r"^[ \t]*(?:Traceback\b|[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b|\[|/|\d"
                            r"|[A-Z]{3,}\b|File \"|\S+:\d+:|[A-Z]\d{4} \d)|\bNCCL (?:INFO|WARN)\b|\bNVRM: ")
 #: a line that is surely program output, wherever it stands: a traceback, an exception line, a bracketed or dated
@@ -100,7 +102,9 @@ def log_view(text: str, not_output: Callable[[str], bool] | None = None) -> str:
         para = lines[a:b]
         if any(_OUTPUT.search(_INLINE_CODE.sub("", x)) for x in para):  # (not a message quoted in inline code)
             continue  # a paragraph holding output (a traceback pasted without a fence) keeps it
-        if _prose(para[0], sentences) or sum(1 for x in para if _prose(x, sentences)) * 2 >= len(para):
+        wrapped = (sentences and len(para) > 1 and _SENTENCE_START.match(para[0]) is not None
+                   and _OUTPUT_START.match(para[0]) is None and para[-1].rstrip().endswith((".", "?", "!", ":")))
+        if wrapped or _prose(para[0], sentences) or sum(1 for x in para if _prose(x, sentences)) * 2 >= len(para):
             out[a:b] = [""] * (b - a)
     for a, b in blocks:
         block = "\n".join(lines[a:b])
