@@ -141,3 +141,9 @@ def test_a_jupyter_notebook_is_read_for_its_outputs_not_its_source(tmp_path):
     p = tmp_path / "debug.ipynb"
     p.write_text(json.dumps(nb))
     assert _ids(_run(p)[1]) == ["SIG001"]
+
+
+def test_a_signature_written_for_a_hash_prefixed_line_reads_it_anywhere(tmp_path):
+    p = tmp_path / "tail.txt"
+    p.write_text("# Out of bounds values : 3 FAILED\n")  # nccl-tests' tail pasted without its header
+    assert "SIG426" in _ids(_run(p)[1])

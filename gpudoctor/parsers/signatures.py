@@ -80,6 +80,13 @@ _CODE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*(?:raise\s+[A-Za-z_][\
 #: a comment line ("# if you see 'NCCL error: ...' set ..."): a note in a config file, a script or a shell session,
 #: skipped unless the text is nccl-tests output, whose own report lines start with "#"
 _COMMENT = re.compile(r"[ \t]*#[ \t]")
+
+
+def _comment_quote(t: str, ls: int, start: int) -> bool:
+    """Whether the match at ``start`` lies in the text of a "# ..." comment line starting at ``ls`` (a signature
+    written for a '#'-prefixed output line, nccl-tests' "# Out of bounds values", matches from the '#' itself)."""
+    m = _COMMENT.match(t, ls)
+    return m is not None and start >= m.end()
 _FILE_LINE = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)File \"[^\"\n]*\", line \d+")
 _PREFIXED_INDENT = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)")
 
@@ -484,7 +491,7 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                 if m.start() < prev_end:
                     continue  # already counted from the previous block's overlap
                 ls = t.rfind("\n", 0, m.start()) + 1
-                if _code_line(t, ls) or _quoted_mention(t, ls, m.start()) or (not comments and _COMMENT.match(t, ls)):
+                if _code_line(t, ls) or _quoted_mention(t, ls, m.start()) or (not comments and _comment_quote(t, ls, m.start())):
                     continue  # quoted in code, a command or a configuration echo, not said by the program
                 if eng.ids[i] in enclosers:
                     bisect.insort(inside, (m.start(), m.end(), enclosers[eng.ids[i]]))
