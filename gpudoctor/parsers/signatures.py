@@ -491,7 +491,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                 if m.start() < prev_end:
                     continue  # already counted from the previous block's overlap
                 ls = t.rfind("\n", 0, m.start()) + 1
-                if _code_line(t, ls) or _quoted_mention(t, ls, m.start()) or (not comments and _comment_quote(t, ls, m.start())):
+                if (_code_line(t, ls) or _quoted_mention(t, ls, m.start())
+                        or (not comments and _comment_quote(t, ls, m.start()))):
                     continue  # quoted in code, a command or a configuration echo, not said by the program
                 if eng.ids[i] in enclosers:
                     bisect.insort(inside, (m.start(), m.end(), enclosers[eng.ids[i]]))
