@@ -626,3 +626,27 @@ def test_a_bootstrap_device_filter_that_matches_nothing_names_nccl_oob_net_ifnam
     f = _one(_findings(tmp_path, "node7:3001:3120 [0] bootstrap.cc:577 NCCL WARN no device found matching "
                                  "exactly =mlx5_9, verify NCCL_OOB_NET_IFNAME\n"), "SIG033")
     assert "NCCL_OOB_NET_IFNAME" in f["title"] and "NCCL_OOB_NET_IFNAME" in f["remedy"]
+
+
+def test_a_bus_error_of_a_dataloader_worker_is_shared_memory_even_wrapped(tmp_path):
+    # torch/utils/data/_utils/signal_handling.py: "DataLoader worker (pid {}) is killed by signal: Bus error. It is
+    # possible that dataloader's workers are out of shared memory. ...", wrapped by the reporter's editor
+    found = _findings(tmp_path, "RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus\nerror. It is "
+                                "possible that dataloader's workers are out of shared\nmemory.\n")
+    assert found[0]["rule_id"] == "SIG006" and "SIG081" not in {f["rule_id"] for f in found}
+
+
+def test_a_socket_of_an_unsupported_family_names_the_host_network(tmp_path):
+    # NVIDIA/nccl src/include/socket.h (older) WARN("Socket creation failed : %s", strerror(errno)) with EAFNOSUPPORT
+    found = _findings(tmp_path, "e66aa18dc444:3171:3171 [0] include/socket.h:311 WARN Socket creation failed : "
+                                "Address family not supported by protocol\nRuntimeError: NCCL Error 2: unhandled "
+                                "system error\n")
+    assert found[0]["rule_id"] == "SIG033" and "NCCL_SOCKET_FAMILY" in found[0]["remedy"]
+    assert "SIG008" not in {f["rule_id"] for f in found}
+
+
+def test_the_linker_and_setup_lines_after_a_build_error_are_its_follow_ons(tmp_path):
+    found = _findings(tmp_path, "/usr/local/cuda/include/crt/host_config.h:132:2: error: #error -- unsupported GNU "
+                                "version! gcc versions later than 13 are not supported!\ncollect2: error: ld returned 1 "
+                                "exit status\nerror: command '/usr/bin/gcc' failed with exit code 1\n")
+    assert "SIG076" in {f["rule_id"] for f in found} and "SIG000" not in {f["rule_id"] for f in found}
