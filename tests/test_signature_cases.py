@@ -647,6 +647,7 @@ def test_a_socket_of_an_unsupported_family_names_the_host_network(tmp_path):
 
 def test_the_linker_and_setup_lines_after_a_build_error_are_its_follow_ons(tmp_path):
     found = _findings(tmp_path, "/usr/local/cuda/include/crt/host_config.h:132:2: error: #error -- unsupported GNU "
-                                "version! gcc versions later than 13 are not supported!\ncollect2: error: ld returned 1 "
-                                "exit status\nerror: command '/usr/bin/gcc' failed with exit code 1\n")
+                                "version! gcc versions later than 13 are not supported!\n"
+                                "collect2: error: ld returned 1 exit status\n"
+                                "error: command '/usr/bin/gcc' failed with exit code 1\n")
     assert "SIG076" in {f["rule_id"] for f in found} and "SIG000" not in {f["rule_id"] for f in found}
