@@ -100,3 +100,11 @@ def test_a_bad_gpudoctor_jobs_is_a_usage_error(tmp_path, value):
     log.write_text(LOG)
     res = runner.invoke(app, ["check", str(log)], env={"GPUDOCTOR_JOBS": value})
     assert res.exit_code == 2 and "GPUDOCTOR_JOBS" in res.output
+
+
+def test_an_unwritable_github_step_summary_is_a_warning(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(LOG)
+    res = runner.invoke(app, ["check", str(log), "--format", "github"],
+                        env={"GITHUB_STEP_SUMMARY": str(tmp_path / "missing" / "summary.md")})
+    assert res.exit_code == 1 and "::error" in res.output and "cannot append the summary" in res.output

@@ -109,3 +109,38 @@ def test_the_shipped_catalogue_has_the_shape_an_override_is_held_to():
     from gpudoctor.compat.schema import signature_problems
 
     assert signature_problems(tomllib.loads((ROOT / "rules" / "signatures.toml").read_text())) == []
+
+
+@pytest.mark.parametrize("name, text, says", [
+    ("thresholds.toml", "[host.dev_shm]\nmin_bytes = \"lots\"\n", "expected a number"),
+    ("signatures.toml", "[[signature]]\nid = 'SIG023'\nfollows = ['SIG777']\n", "follows names no signature: SIG777"),
+])
+def test_an_override_value_of_the_wrong_type_or_reference_is_an_error(tmp_path, name, text, says):
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / name).write_text(text)
+    r = _check(tmp_path, str(d))
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_rules_file_in_another_encoding_is_an_error(tmp_path):
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / "signatures.toml").write_bytes("# café\n".encode("utf-16"))
+    r = _check(tmp_path, str(d))
+    assert r.returncode == 2 and "not UTF-8" in r.stderr
+
+
+def test_a_misspelt_key_is_warned_about(tmp_path):
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / "thresholds.toml").write_text("[host.dev_shm]\nmin_bytess = 1\n")
+    r = _check(tmp_path, str(d))
+    assert r.returncode == 1 and "host.dev_shm.min_bytess is not in the shipped file" in r.stderr
+
+
+def test_the_rule_ids_a_site_may_follow_are_the_fact_rules_that_fire_as_causes():
+    from gpudoctor.compat.schema import RULE_IDS
+    from gpudoctor.rules.logs import RULE_CAUSES
+
+    assert set(RULE_IDS) == set(RULE_CAUSES)

@@ -86,9 +86,53 @@ def load(name: str) -> dict[str, Any]:
     doc = _read(base) if base is not None else {}
     if override is not None:
         site = _read(override)
+        wrong, unknown = _mismatches(doc, site)
+        if wrong:
+            more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+            raise RulesDataError(f"{override}: {wrong[0]}{more}")
+        if unknown:
+            _warn_unknown_keys(str(override), tuple(unknown))
         doc = merge(doc, site)
-        _check_override(name, override, _site_view(doc, site))
+        _check_override(name, override, _site_view(doc, site), doc)
     return doc
+
+
+def _kind(v: Any) -> str:
+    return "a number" if isinstance(v, (int, float)) and not isinstance(v, bool) else \
+        {bool: "true or false", str: "a string", list: "a list", dict: "a table"}.get(type(v), type(v).__name__)
+
+
+def _mismatches(shipped: Any, site: Any, path: str = "") -> tuple[list[str], list[str]]:
+    """(values of ``site`` whose type differs from the shipped one at the same key, keys the shipped file does not
+    have): a threshold given as a string would make its rule fail, a misspelt key would be ignored. Tables keyed by
+    numbers (rules/xid.toml's Xids) and arrays of entries may grow; their entries are not compared."""
+    wrong: list[str] = []
+    unknown: list[str] = []
+    if not isinstance(shipped, dict) or not isinstance(site, dict):
+        return wrong, unknown
+    numbered = bool(shipped) and all(str(k).isdigit() for k in shipped)
+    for key, val in site.items():
+        where = f"{path}.{key}" if path else str(key)
+        if key not in shipped:
+            if not numbered:
+                unknown.append(where)
+            continue
+        cur = shipped[key]
+        if isinstance(cur, dict) and isinstance(val, dict):
+            w, u = _mismatches(cur, val, where)
+            wrong += w
+            unknown += u
+        elif _kind(cur) != _kind(val) and not (isinstance(cur, list) and isinstance(val, list)):
+            wrong.append(f"{where} = {val!r}: expected {_kind(cur)}, as in the shipped file ({cur!r})"[:300])
+    return wrong, unknown
+
+
+@functools.cache
+def _warn_unknown_keys(path: str, keys: tuple[str, ...]) -> None:
+    """One warning per override file naming keys the shipped file does not have (a misspelt key is ignored)."""
+    sys.stderr.write(f"gpudoctor: warning: {path}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''} "
+                     f"{'is' if len(keys) == 1 else 'are'} not in the shipped file of that name (a misspelt key is "
+                     "ignored)\n")
 
 
 def _site_view(merged: dict[str, Any], site: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +155,9 @@ def _read(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:  # an override edited by hand (the shipped files are tested)
             raise RulesDataError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:  # saved in another encoding (Latin-1, UTF-16): TOML is UTF-8
+            raise RulesDataError(f"{path}: not UTF-8 text (TOML files are UTF-8): {exc.reason} at byte "
+                                 f"{exc.start}") from None
 
 
 #: the keys that name an entry of an array of tables, in order of preference: an override's entry with the same
@@ -149,12 +196,13 @@ def _entry_key(items: list[Any]) -> str | None:
     return next((k for k in ENTRY_KEYS if all(isinstance(e.get(k), (str, int)) for e in items)), None)
 
 
-def _check_override(name: str, path: Path, doc: dict[str, Any]) -> None:
-    """Raise RulesDataError naming ``path`` and the first problem compat/schema.py finds in an override file."""
+def _check_override(name: str, path: Path, doc: dict[str, Any], merged: dict[str, Any]) -> None:
+    """Raise RulesDataError naming ``path`` and the first problems compat/schema.py finds in an override file's
+    entries (``doc``: them, merged onto the shipped ones; ``merged``: the whole result, for the ids they may name)."""
     from gpudoctor.compat.schema import CHECKERS
 
     check = CHECKERS.get(name)
-    problems = check(doc) if check is not None else []
+    problems = check(doc, merged) if check is not None else []
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise RulesDataError(f"{path}: {'; '.join(problems[:3])}{more}")

@@ -37,9 +37,14 @@ def _unknown(keys: Any, known: tuple[str, ...]) -> list[str]:
     return sorted(k for k in keys if k not in known)
 
 
-def signature_problems(doc: dict[str, Any]) -> list[str]:
+#: ids a signature may follow besides other signatures: fact rules (rules/logs.py RULE_CAUSES)
+RULE_IDS = ("LOG001", "LOG012")
+
+
+def signature_problems(doc: dict[str, Any], known: set[str] | None = None) -> list[str]:
     """What is wrong with a parsed signatures.toml, one phrase per problem naming the entry ("[[signature]] 3
-    (SIG900): no 'regex'"); [] when it can be used."""
+    (SIG900): no 'regex'"); [] when it can be used. ``known``: every signature id of the catalogue it joins (the
+    ids ``follows`` / ``keeps`` may name; None: not checked)."""
     out: list[str] = []
     extra = _unknown(doc, ("signature", "quiet"))
     if extra:
@@ -71,6 +76,14 @@ def signature_problems(doc: dict[str, Any]) -> list[str]:
             seen.add(sid)
         if "severity" in e and e["severity"] not in SEVERITIES:
             out.append(f"{where}: severity {e['severity']!r} is not one of {', '.join(SEVERITIES)}")
+        for key in ("follows", "keeps"):
+            refs = e.get(key, [])
+            if not isinstance(refs, list):
+                out.append(f"{where}: {key} must be a list of ids")
+            elif known is not None:
+                bad_refs = [r for r in refs if r not in known and r not in RULE_IDS]
+                if bad_refs:
+                    out.append(f"{where}: {key} names no signature: {', '.join(map(str, bad_refs))}")
         for key in ("regex", "explains"):
             problem = _regex_error(e[key]) if key in e else None
             if problem:
@@ -99,5 +112,11 @@ def signature_problems(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-#: rule data file name -> its checker (a file without one is read as it is)
-CHECKERS = {"signatures": signature_problems}
+def _signatures(view: dict[str, Any], merged: dict[str, Any]) -> list[str]:
+    known = {e.get("id") for e in merged.get("signature", []) if isinstance(e, dict)}
+    return signature_problems(view, {k for k in known if isinstance(k, str)})
+
+
+#: rule data file name -> its checker of (the override's entries merged, the whole merged file); a file without
+#: one is checked only for its values' types (compat/data.py)
+CHECKERS = {"signatures": _signatures}

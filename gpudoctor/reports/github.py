@@ -86,6 +86,13 @@ def write_step_summary(report: Any, fail_on: str, environ: dict[str, str] | None
     path = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
     if not path:
         return None
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(summary_markdown(report, fail_on) + "\n")
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(summary_markdown(report, fail_on) + "\n")
+    except OSError as exc:  # the workflow's summary file is not this run's result: warn, keep the annotations
+        import sys
+
+        sys.stderr.write(f"gpudoctor: warning: cannot append the summary to GITHUB_STEP_SUMMARY={path}: "
+                         f"{exc.strerror or exc}\n")
+        return None
     return path
