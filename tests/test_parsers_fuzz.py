@@ -205,6 +205,7 @@ HELPERS = {
     "strip_line_prefixes": (_text.strip_line_prefixes, ()), "mask_code_tables": (code_table.mask_code_tables, ()),
     "is_code_table": (code_table.is_code_table, ()),
     "log_view": (prose.log_view, ()), "is_python_source": (prose.is_python_source, ()),
+    "is_config": (prose.is_config, ()), "is_conversation": (prose.is_conversation, ()),
 }
 
 

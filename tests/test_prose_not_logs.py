@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
-from gpudoctor.parsers.prose import is_markdown, is_python_source, log_view
+from gpudoctor.parsers.prose import is_config, is_markdown, is_python_source, log_view
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,3 +147,54 @@ def test_a_signature_written_for_a_hash_prefixed_line_reads_it_anywhere(tmp_path
     p = tmp_path / "tail.txt"
     p.write_text("# Out of bounds values : 3 FAILED\n")  # nccl-tests' tail pasted without its header
     assert "SIG426" in _ids(_run(p)[1])
+
+
+LOG_TAIL = ("[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version "
+            "2.21.5\n[rank2]: Last error:\n[rank2]: Error while creating shared memory segment /dev/shm/nccl-W3aZ9k "
+            "(size 9637888), error: No space left on device (28)\n")
+
+
+@pytest.mark.parametrize("text", [
+    "Hi team,\n\nThe nightly job failed again on gpu-a17. It is not an OOM this time (I grepped, no \"CUDA out of "
+    "memory\" anywhere).\nLast week we had the GPU has fallen off the bus incident on a different node.\n\nLog tail:\n\n"
+    + LOG_TAIL + "\nThanks,\nCarol\n",
+    "> On Wed, Dec 4, 2024 at 10:02 AM Bob <bob@example.com> wrote:\n> > I think it is the CUDA out of memory thing "
+    "again, we saw it last week.\n>\n> Not OOM this time. Here's what the job printed:\n>\n"
+    + "".join("> " + x + "\n" for x in LOG_TAIL.splitlines()) + ">\n> Alice\n",
+])
+def test_in_an_email_the_log_is_the_finding_not_what_the_people_said(tmp_path, text):
+    p = tmp_path / "mail.txt"
+    p.write_text(text)
+    assert _ids(_run(p)[1]) == ["SIG006"]
+
+
+def test_an_edit_note_and_a_fenced_config_in_an_issue_are_not_the_log(tmp_path):
+    p = tmp_path / "issue.md"
+    p.write_text("### Bug\n\nEDIT: fixed, it was the CUDA out of memory issue after all.\n\n```yaml\nretry_on:\n"
+                 "  - \"GPU has fallen off the bus\"\n```\n\n```\n" + TRACE + "```\n")
+    assert _ids(_run(p)[1]) == ["SIG013"]
+
+
+CONFIG = ("# Training config\n# NOTE: if you get \"CUDA out of memory\", lower micro_batch_size\nmodel:\n  name: llama\n"
+          "trainer:\n  ddp_timeout: 7200\n  retry_on_errors:\n    - \"NCCL error: unhandled system error\"\n"
+          "    - \"RuntimeError: CUDA error: an illegal memory access was encountered\"\n"
+          "alerts:\n  slack_on: [\"GPU has fallen off the bus\", \"Xid 79\"]\n")
+
+
+def test_a_configuration_file_is_not_a_log(tmp_path):
+    assert is_config(CONFIG)
+    (tmp_path / "config.yaml").write_text(CONFIG)
+    (tmp_path / "train.log").write_text(TRACE)
+    rc, doc, out = _run(tmp_path)
+    assert _ids(doc) == ["SIG013"], out
+    p = tmp_path / "config.yaml"
+    assert _run(p)[0] == 2
+
+
+def test_output_with_keys_and_values_is_not_a_configuration():
+    describe = ("Name:         trainer-0\nNamespace:    ml\nContainers:\n  pytorch:\n    State:          Terminated\n"
+                "      Reason:       OOMKilled\n      Exit Code:    137\n")
+    meminfo = "MemTotal:       527765432 kB\nMemFree:        12345678 kB\nMemAvailable:   23456789 kB\nShmem: 1 kB\n"
+    checklist = (FIX / "collect-env-eras" / "1.1-issue-template-checklist.txt").read_text()
+    assert not is_config(describe) and not is_config(meminfo) and not is_config(log_view(checklist))

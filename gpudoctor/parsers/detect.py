@@ -13,7 +13,7 @@ import re
 from gpudoctor.parsers.code_table import is_code_table
 from gpudoctor.parsers.nvidia_smi import NO_DRIVER as NO_DRIVER_MESSAGE
 from gpudoctor.parsers.nvidia_smi import WHOLE_MESSAGE as WHOLE_SMI_MESSAGE
-from gpudoctor.parsers.prose import is_python_source
+from gpudoctor.parsers.prose import is_config, is_python_source
 from gpudoctor.parsers.signatures import has_errorish, match_signatures
 
 JSON = "gpudoctor-json"
@@ -32,8 +32,10 @@ OWN_OUTPUTS = (GD_TEXT, GD_CLUSTER, GD_VERSIONCHECK, GD_STREAM, GD_FORMAT, OTHER
 CODE_TABLE = "table of error codes and their messages (a reference listing, not a log)"
 #: a Python module or script (parsers/prose.py): the messages in it are strings it may print
 PY_SOURCE = "Python source code (its messages are strings it may print, not errors that happened)"
+#: a YAML / TOML / INI configuration file (parsers/prose.py): its values and comments are settings
+CONFIG = "configuration file (YAML / TOML / INI: its values and comments are settings, not output)"
 #: recognised, explained and never searched for error signatures (parsers/offline.py)
-NOT_INPUTS = OWN_OUTPUTS + (CODE_TABLE, PY_SOURCE)
+NOT_INPUTS = OWN_OUTPUTS + (CODE_TABLE, PY_SOURCE, CONFIG)
 
 #: the first line of every terminal report gpudoctor prints (scan, check, smoke, bench, cluster), e.g.
 #: "gpudoctor 0.1.0 · 2026-11-29T13:18:51+00:00" or "gpudoctor 0.1.0 · cluster report · 2026-...": anywhere in the
@@ -311,6 +313,8 @@ def detect(text: str) -> list[str]:
         return [CODE_TABLE]
     if ("import " in text[:1 << 16] or "def " in text[:1 << 16]) and is_python_source(text[:1 << 20]):
         return [PY_SOURCE]
+    if len(text) < 1 << 20 and is_config(text):
+        return [CONFIG]
     if is_bug_report_piece(text):  # a bundle of dumps and logs: its sections are recognised one by one
         return [BUG_REPORT]
     kinds = [kind for kind, rx in _RULES if _gate(text, kind) and rx.search(text)]

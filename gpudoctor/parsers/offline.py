@@ -179,6 +179,8 @@ _OWN_OUTPUT_REASONS = {
                  "gpudoctor's rule documentation (`explain`, `rules`, docs/rules), which quotes the messages it looks "
                  "for: `check` reads the JSON report (`gpudoctor scan --save FILE`) and logs",
     D.OTHER_JSON: "JSON that is not a gpudoctor report or snapshot (no schema_version)",
+    D.CONFIG: "a configuration file (YAML / TOML / INI): the messages in its values and comments are settings, "
+              "not errors that happened; pass the log of the run instead",
     D.PY_SOURCE: "Python source code: the messages in it are strings the program may print, not errors that "
                  "happened; pass the log of the run (its output) instead",
     D.CODE_TABLE: "a table of error codes and their messages (such as every cudaError_t with cudaGetErrorString): "

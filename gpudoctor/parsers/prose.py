@@ -6,10 +6,14 @@ each quoted message would be a finding, and in an issue it would outrank the tra
 
 :func:`log_view` keeps what a Markdown document shows as output and blanks the writer's words (line numbers kept):
 
-* fenced blocks (```` ``` ```` / ``~~~``) are kept, except one that is gpudoctor's own report or Python source;
-* outside them, Markdown structure (headings, list items, quotes, table rows), lines with inline code spans and,
-  in a document whose output is fenced, sentences (a capitalised word and four more, ending in . ? ! or :) are
-  blanked; anything else (an unfenced collect_env, a traceback pasted without a fence) is kept.
+* fenced blocks (```` ``` ```` / ``~~~``) are kept, except one that is gpudoctor's own report, Python source or
+  tagged as a configuration or code (```yaml, ```python, ...);
+* outside them, Markdown structure (headings, list items, quotes, table rows), lines with inline code spans, lines
+  of a person speaking (a first-person pronoun, a greeting) and, in a document whose output is fenced or in a
+  conversation, sentences and wordy lines (mostly lower-case words) are blanked, and so is a paragraph of them;
+  anything else (an unfenced collect_env, a traceback pasted without a fence) is kept.
+
+An e-mail or a chat paste (:func:`is_conversation`: two lines of a person speaking) is read the same way.
 
 :func:`is_python_source` recognises a Python module (top-level imports / definitions, mostly code lines, no
 traceback or log lines): it is not an input.
@@ -31,7 +35,18 @@ _SENTENCE = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}[.?!:][\"”
 #: the first line of a wrapped paragraph: a capitalised word and four more (its sentence ends on a later line)
 _SENTENCE_START = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}")
 _OUTPUT_START = re.compile(r"^[ \t]*(?:Traceback\b|[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b|\[|/|\d"
-                           r"|[A-Z]{3,}\b|File \"|\S+:\d+:|[A-Z]\d{4} \d)|\bNCCL (?:INFO|WARN)\b|\bNVRM: ")
+                           r"|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL|NOTICE)\b|[A-Z][A-Z0-9_]{2,}:|File \""
+                           r"|\S+:\d+:|[A-Z]\d{4} \d)|\bNCCL (?:INFO|WARN)\b|\bNVRM: ")
+#: a word of prose: lower-case letters (an apostrophe, closing punctuation allowed)
+_WORD = re.compile(r"^[(\"“]?[a-z][a-z'’-]*[,.;:?!)\"”]*$")
+#: a person speaking: a first-person pronoun, or a greeting / sign-off opening the line
+_PERSON = re.compile(r"(?<![\w/])(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['’](?:m|ve|d|ll|re))? [a-z]")
+_GREETING = re.compile(r"^[ \t>]*(?:Hi|Hello|Hey|Thanks|Thank you|Cheers|Best|Regards|EDIT|Edit|Update|UPDATE)\b"
+                       r"|^[ \t>]*On .{6,120} wrote:[ \t]*$")
+#: the language of a fenced block that holds a configuration or code, not output (```yaml, ```python ...)
+_CODE_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})[ \t]*(?:ya?ml|toml|ini|cfg|conf|json|jsonc|python|py|c|cpp|c\+\+|cu"
+                         r"|cuda|h|hpp|js|ts|go|rust|rs|java|dockerfile|Dockerfile|make|makefile|cmake|diff|patch)\b",
+                         re.IGNORECASE)
 #: a line that is surely program output, wherever it stands: a traceback, an exception line, a bracketed or dated
 #: log prefix, a source location, an NCCL or kernel line (a paragraph holding one is not prose)
 _OUTPUT = re.compile(r"^[ \t]*(?:Traceback \(|[\w.]*(?:Error|Exception)\b:|\[[^\]\n]{1,64}\](?!\()"
@@ -61,20 +76,43 @@ _FACT_ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]+(?P<key>[^:`*\n]{2,80}):(?:[ \t]
 _ERROR_WORD = re.compile(r"(?i)error|exception|warn|fail|fault|abort|kill|crash|timeout|timed out")
 
 
+def wordy(line: str) -> bool:
+    """Whether ``line`` reads as prose: six or more words, three in five of them lower-case words of letters, and
+    not starting like output."""
+    tokens = line.split()
+    if len(tokens) < 6 or _OUTPUT_START.match(line):
+        return False
+    return sum(1 for w in tokens if _WORD.match(w)) >= 0.6 * len(tokens)
+
+
+def spoken(line: str) -> bool:
+    """Whether ``line`` is a person speaking (a first-person pronoun, a greeting, an EDIT: note) rather than
+    output: no program prints "I grepped" or "our job"."""
+    if _GREETING.match(line):
+        return True
+    return _PERSON.search(line) is not None and _OUTPUT.search(line) is None and _OUTPUT_START.match(line) is None
+
+
 def _prose(line: str, sentences: bool) -> bool:
     fact = _FACT_ITEM.match(line)
     if fact is not None and not _ERROR_WORD.search(fact.group("key")):
         return False
-    if _STRUCTURE.match(line) or _INLINE_CODE.search(line):
+    if _STRUCTURE.match(line) or _INLINE_CODE.search(line) or spoken(line):
         return True
-    return sentences and _SENTENCE.match(line) is not None and _OUTPUT_START.match(line) is None
+    return sentences and ((_SENTENCE.match(line) is not None and _OUTPUT_START.match(line) is None) or wordy(line))
+
+
+def is_conversation(text: str) -> bool:
+    """Whether ``text`` is a message a person wrote around a log (an e-mail, a chat paste): two or more lines of
+    them speaking (:func:`spoken`), in the first 200 lines."""
+    return sum(1 for x in text.split("\n", 200)[:200] if spoken(x)) >= 2
 
 
 def log_view(text: str, not_output: Callable[[str], bool] | None = None) -> str:
     """``text`` with the writer's words blanked (module docstring), as many lines as before; ``text`` itself when it
     is not a Markdown document. ``not_output(block)``: whether a fenced block's text is not program output
     (gpudoctor's own report, a code listing); such a block is blanked too."""
-    if not is_markdown(text):
+    if not is_markdown(text) and not is_conversation(text):
         return text
     lines = text.split("\n")
     fenced = [False] * len(lines)
@@ -94,7 +132,8 @@ def log_view(text: str, not_output: Callable[[str], bool] | None = None) -> str:
     if opener is not None:  # an unclosed fence runs to the end (a paste cut short)
         blocks.append((opener[0] + 1, len(lines)))
     out = list(lines)
-    sentences = bool(blocks)
+    sentences = True  # a Markdown document or a conversation: its sentences are the writer's
+    code_blocks = {a for a, _ in blocks if a > 0 and _CODE_FENCE.match(lines[a - 1])}
     for i, line in enumerate(lines):
         if _FENCE.match(line) or (not fenced[i] and line.strip() and _prose(line, sentences)):
             out[i] = ""
@@ -108,7 +147,8 @@ def log_view(text: str, not_output: Callable[[str], bool] | None = None) -> str:
             out[a:b] = [""] * (b - a)
     for a, b in blocks:
         block = "\n".join(lines[a:b])
-        if block.strip() and (is_python_source(block) or (not_output is not None and not_output(block))):
+        if block.strip() and (a in code_blocks or is_python_source(block)
+                              or (not_output is not None and not_output(block))):
             out[a:b] = [""] * (b - a)
     return "\n".join(out)
 
@@ -142,3 +182,23 @@ def is_python_source(text: str) -> bool:
     if sum(1 for x in lines if _TOP_LEVEL.match(x)) < 2:
         return False
     return sum(1 for x in lines if _CODE.match(x) or x.startswith((" ", "\t"))) >= 2 / 3 * len(lines)
+
+
+#: a line of a YAML / TOML / INI configuration: a comment, a lower-case key (snake or kebab case) with its value, a
+#: list item, a [section]; what kubectl describe, collect_env and /proc files print has capitalised keys
+_ITEM = r"-(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[a-z_][\w.-]*[ \t]*:.*|[\w./:@-]+|\[.*\]|\{.*\}))?[ \t]*"
+_CONFIG_LINE = re.compile(rf"^[ \t]*(?:#.*|;.*|{_ITEM}|[a-z_][\w.-]*[ \t]*[:=](?:[ \t].*)?|\"[^\"\n]+\"[ \t]*:.*"
+                          r"|\[{1,2}[\w.\-\" ]+\]{1,2}[ \t]*)$")
+_NESTED = re.compile(rf"^(?:[ \t]+[a-z_][\w.-]*[ \t]*:|[ \t]*{_ITEM}$|\[{{1,2}}[\w.\-\" ]+\]{{1,2}}[ \t]*$)")
+
+
+def is_config(text: str) -> bool:
+    """Whether ``text`` is a configuration file (YAML, TOML, INI): four or more lines, nearly all of them comments,
+    lower-case keys with values, list items or sections, some nested, and no line of output. The messages in its
+    values and comments ("retry_on: ['NCCL error: unhandled system error']") are settings, not errors."""
+    lines = [x for x in text.split("\n") if x.strip()]
+    if len(lines) < 4 or any(_OUTPUT.search(x) for x in lines):
+        return False
+    if not any(_NESTED.match(x) for x in lines):
+        return False
+    return sum(1 for x in lines if _CONFIG_LINE.match(x)) >= 0.85 * len(lines)
