@@ -157,7 +157,8 @@ LOG_TAIL = ("[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torc
 
 @pytest.mark.parametrize("text", [
     "Hi team,\n\nThe nightly job failed again on gpu-a17. It is not an OOM this time (I grepped, no \"CUDA out of "
-    "memory\" anywhere).\nLast week we had the GPU has fallen off the bus incident on a different node.\n\nLog tail:\n\n"
+    "memory\" anywhere).\nLast week we had the GPU has fallen off the bus incident on a different node.\n\n"
+    "Log tail:\n\n"
     + LOG_TAIL + "\nThanks,\nCarol\n",
     "> On Wed, Dec 4, 2024 at 10:02 AM Bob <bob@example.com> wrote:\n> > I think it is the CUDA out of memory thing "
     "again, we saw it last week.\n>\n> Not OOM this time. Here's what the job printed:\n>\n"
@@ -176,7 +177,8 @@ def test_an_edit_note_and_a_fenced_config_in_an_issue_are_not_the_log(tmp_path):
     assert _ids(_run(p)[1]) == ["SIG013"]
 
 
-CONFIG = ("# Training config\n# NOTE: if you get \"CUDA out of memory\", lower micro_batch_size\nmodel:\n  name: llama\n"
+CONFIG = ("# Training config\n# NOTE: if you get \"CUDA out of memory\", lower micro_batch_size\nmodel:\n"
+          "  name: llama\n"
           "trainer:\n  ddp_timeout: 7200\n  retry_on_errors:\n    - \"NCCL error: unhandled system error\"\n"
           "    - \"RuntimeError: CUDA error: an illegal memory access was encountered\"\n"
           "alerts:\n  slack_on: [\"GPU has fallen off the bus\", \"Xid 79\"]\n")

@@ -44,7 +44,8 @@ _PERSON = re.compile(r"(?<![\w/])(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['’](?:m|ve|d|ll|r
 _GREETING = re.compile(r"^[ \t>]*(?:Hi|Hello|Hey|Thanks|Thank you|Cheers|Best|Regards|EDIT|Edit|Update|UPDATE)\b"
                        r"|^[ \t>]*On .{6,120} wrote:[ \t]*$")
 #: the language of a fenced block that holds a configuration or code, not output (```yaml, ```python ...)
-_CODE_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})[ \t]*(?:ya?ml|toml|ini|cfg|conf|json|jsonc|python|py|c|cpp|c\+\+|cu"
+_CODE_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})[ \t]*(?:ya?ml|toml|ini|cfg|conf|json|jsonc|python|py|c|cpp"
+                         r"|c\+\+|cu"
                          r"|cuda|h|hpp|js|ts|go|rust|rs|java|dockerfile|Dockerfile|make|makefile|cmake|diff|patch)\b",
                          re.IGNORECASE)
 #: a line that is surely program output, wherever it stands: a traceback, an exception line, a bracketed or dated
