@@ -68,7 +68,7 @@ def _snapshot_logs(tmp: Path, text: str) -> dict:
     assert snap is not None and snap.logs is not None, errors
     logs = snap.logs.model_dump()
     logs["signatures"] = [{f: h[f] for f in HIT_FIELDS if f != "files"} for h in logs["signatures"]]
-    for x in logs["xids"]:
+    for x in logs["xids"] + logs["first_exceptions"]:
         x.pop("file", None)
     logs.pop("source", None)
     return logs

@@ -118,3 +118,40 @@ def test_the_containment_xid_of_an_ecc_error_is_part_of_it(tmp_path):
                  "[ 200.2] NVRM: Xid (PCI:0000:3b:00): 94, pid=5151, name=python, Contained: SM (0x1). RST: No\n")
     xids = [(f["data"]["xid"], f["data"]["pci_bus_id"]) for f in _check(p) if f["rule_id"] == "LOG001"]
     assert xids == [(48, "0000:b1:00"), (94, "0000:3b:00")]  # the 94 of another GPU is its own fault
+
+
+# torch ProcessGroupNCCL / NCCL's ncclRemoteError text on the ranks that lost a peer; socket.cc's closed connection
+_PEERS = ("[rank0]:[E1204 10:40:00.000000000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 0] Process "
+          "group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network "
+          "error, NCCL version 2.21.5\n[rank4]: Last error:\n[rank4]: socketProgress: Connection closed by remote "
+          "peer node01<50003>\n")
+
+
+def test_an_exception_no_signature_explains_is_the_cause_of_the_peers_errors(tmp_path):
+    p = tmp_path / "job.log"
+    p.write_text("[rank2]: Traceback (most recent call last):\n[rank2]:   File \"/work/train.py\", line 211, in <module>\n"
+                 "[rank2]:     loss = criterion(out, y)\n[rank2]: ValueError: Expected input batch_size (16) to match "
+                 "target batch_size (8).\n" + _PEERS)
+    found = _check(p)
+    assert _errors(found) == ["LOG013"], _errors(found)
+    f = found[0]
+    assert f["data"]["rank"] == 2 and f["data"]["line"] == 4 and "ValueError" in f["evidence"][0]
+    assert set(f["data"]["follow_on_signatures"]) >= {"SIG032"}
+
+
+def test_a_known_cause_keeps_the_lead_over_an_unexplained_exception(tmp_path):
+    p = tmp_path / "job.log"
+    p.write_text("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+                 "capacity of 79.15 GiB of which 1.10 GiB is free.\n[rank3]: KeyError: 'labels'\n" + _PEERS)
+    errors = _errors(_check(p))
+    assert errors[0] == "SIG012" and "LOG013" not in errors
+
+
+def test_a_watchdog_timeout_after_another_ranks_shared_memory_crash_is_its_follow_on(tmp_path):
+    (tmp_path / "rank00.log").write_text(
+        "[rank0]:[E1204 14:12:00.000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+        "milliseconds before timing out.\n")
+    (tmp_path / "rank09.log").write_text("RuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus error. "
+                                         "It is possible that dataloader's workers are out of shared memory.\n")
+    assert _errors(_check(tmp_path)) == ["SIG006"]

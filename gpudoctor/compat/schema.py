@@ -38,7 +38,7 @@ def _unknown(keys: Any, known: tuple[str, ...]) -> list[str]:
 
 
 #: ids a signature may follow besides other signatures: fact rules (rules/logs.py RULE_CAUSES)
-RULE_IDS = ("LOG001", "LOG012")
+RULE_IDS = ("LOG001", "LOG012", "LOG013")
 
 
 def signature_problems(doc: dict[str, Any], known: set[str] | None = None) -> list[str]:

@@ -35,7 +35,8 @@ SCHEMA_VERSION = "2.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages);
 #      logs.collective_timeouts (each rank's watchdog timeout: SeqNum, OpType).
 # 2.4: logs.rendezvous (torchrun's dynamic-rendezvous join lines: node, run id, round, node rank, node count);
-#      logs.signatures[].wrapped_by (the signatures that read a wrapper's lines).
+#      logs.signatures[].wrapped_by (the signatures that read a wrapper's lines); logs.first_exceptions (each
+#      file's first exception line that no signature explains, with its line number and rank).
 
 Unlimited = Literal["unlimited"]
 
@@ -272,6 +273,16 @@ class RendezvousJoin(_Model):
     line: str
 
 
+class FirstException(_Model):
+    """The first line of one input that raises an exception no signature explains ("[rank2]: ValueError: ...",
+    parsers/signatures.py first_unexplained_exception): the candidate root cause when only consequences follow."""
+
+    file: str
+    line: int = Field(description="line number in the file (1-based)")
+    text: str = Field(description="the line, trimmed")
+    rank: int | None = Field(None, description="the rank its prefix names ([rankN]:)")
+
+
 class CollectiveTimeout(_Model):
     """One rank's watchdog timeout as torch prints it (parsers/launch_ranks.py)."""
 
@@ -372,6 +383,8 @@ class LogFacts(_Model):
     nccl_tests: list[NcclTestsRun] = Field(default_factory=list, description="nccl-tests runs (all_reduce_perf ...)")
     collective_timeouts: list[CollectiveTimeout] = Field(
         default_factory=list, description="watchdog timeouts with rank, SeqNum and OpType, in input order")
+    first_exceptions: list[FirstException] = Field(
+        default_factory=list, description="each input's first exception line no signature explains")
     rendezvous: list[RendezvousJoin] = Field(
         default_factory=list, description="torchrun agents' rendezvous join lines (node, run id), in input order")
 

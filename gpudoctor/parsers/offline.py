@@ -18,7 +18,7 @@ from typing import Any
 
 from gpudoctor import __version__
 from gpudoctor.facts.load import InputError, parse_document
-from gpudoctor.facts.model import InputFile, LogFacts, NcclLogFacts, Snapshot
+from gpudoctor.facts.model import FirstException, InputFile, LogFacts, NcclLogFacts, Snapshot
 from gpudoctor.parsers import detect as D
 from gpudoctor.parsers._text import clean, clip, strip_line_prefixes, unquote, unwrap_json_lines, unwrap_notebook
 from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
@@ -63,6 +63,7 @@ class Collected:
     nccl_tests: list = field(default_factory=list)  # NcclTestsRun, in input order
     timeouts: list = field(default_factory=list)  # CollectiveTimeout, in input order
     rendezvous: list = field(default_factory=list)  # RendezvousJoin, in input order
+    exceptions: list = field(default_factory=list)  # FirstException, one per input (the first chunk that has one)
     lines: int = 0
     line_base: int = 0  # lines of the current input before the chunk being parsed (parsers/stream.py)
     base: Snapshot | None = None
@@ -215,7 +216,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     from gpudoctor.parsers.code_table import mask_code_tables
     from gpudoctor.parsers.offline_formats import FileParse, parse_formats
     from gpudoctor.parsers.prose import log_view
-    from gpudoctor.parsers.signatures import match_signatures, unexplained_error_lines
+    from gpudoctor.parsers.signatures import first_unexplained_exception, match_signatures, unexplained_error_lines
 
     whole = kinds is None  # a file read whole, not one chunk of a large input
     markdown = False  # a Markdown document (parsers/prose.py)
@@ -277,6 +278,10 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         if D.DMESG in kinds:  # an Xid line is explained by the Xid catalogue (LOG001), not left "unexplained"
             spans += _xid_line_spans(sig_text)
         col.add_unexplained(path, unexplained_error_lines(sig_text, spans, UNEXPLAINED_PER_FILE, errorish))
+        if not any(e.file == path for e in col.exceptions):
+            first = first_unexplained_exception(sig_text, spans)
+            if first is not None:
+                col.exceptions.append(_first_exception(path, sig_text, first, col.line_base))
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
     if not kinds and not hits and markdown:
@@ -295,6 +300,17 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         info.note = clip("; ".join(failures), 300)
     col.inputs.append(info)
     return None
+
+
+def _first_exception(path: str, text: str, first: tuple[int, str], line_base: int) -> FirstException:
+    """A FirstException of ``path`` from (offset in the cleaned text, line); line numbers as the hits count them."""
+    from gpudoctor.parsers._text import clean
+    from gpudoctor.parsers.hit_origin import origin
+
+    offset, line = first
+    t = clean(text)
+    return FirstException(file=path, line=line_base + t.count("\n", 0, offset) + 1, text=line,
+                          rank=origin(t[offset:offset + 400])[0])
 
 
 def _not_output(block: str) -> bool:
@@ -455,6 +471,9 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     logs.nccl_tests += col.nccl_tests
     logs.collective_timeouts += col.timeouts
     logs.rendezvous += col.rendezvous
+    for e in sorted(col.exceptions, key=lambda e: e.line):  # the chunks of a large input give one each: the first
+        if not any(x.file == e.file for x in logs.first_exceptions):
+            logs.first_exceptions.append(e)
     _scrub_logs(logs)
     if col.lines or col.base is None:
         snap.logs = logs

@@ -601,6 +601,30 @@ def _merge_spans(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]
     return starts, ends
 
 
+#: a Python exception line ("ValueError: ...", "[rank2]: torch.distributed.DistBackendError: ...")
+EXCEPTION_LINE = re.compile(r"^[ \t]*(?:\[(?:rank|default)\d+\]:[ \t]*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:",
+                            re.M)
+
+
+def first_unexplained_exception(text: str, spans: Iterable[tuple[int, int]]) -> tuple[int, str] | None:
+    """(offset, line) of the first exception line of the cleaned ``text`` that no match of ``spans`` covers and that
+    is not quoted in code, else None (at most the first 1 MiB is searched: a root cause comes early)."""
+    t = clean(text)
+    starts, ends = _merge_spans(spans)
+    pos = 0
+    limit = min(len(t), 1 << 20)
+    while pos < limit:
+        end = t.find("\n", pos)
+        end = len(t) if end < 0 else end
+        if ("Error" in t[pos:end] or "Exception" in t[pos:end]) and EXCEPTION_LINE.match(t, pos, end) \
+                and not _code_line(t, pos):
+            k = bisect.bisect_right(starts, end) - 1
+            if not (k >= 0 and ends[k] >= pos):
+                return pos, clip(" ".join(t[pos:end].split()), MAX_LINE_CHARS)
+        pos = end + 1
+    return None
+
+
 def unexplained_error_lines(text: str, spans: Iterable[tuple[int, int]], limit: int = 10,
                             blocks: list[tuple[int, int]] | None = None) -> list[str]:
     """Error-looking lines (Error, Exception, failed, WARN ...) that no signature match covers.

@@ -3,7 +3,8 @@ ranks started twice and others never; parsers/launch_ranks.py reads Lightning's 
 rendezvous results), LOG006 (an NCCL communicator only some ranks started), LOG007 (a pasted nccl-tests run far below
 its GPUs' NVLink rate; parsers/nccl_tests.py), LOG008 (hosts whose NCCL chose different networks), LOG009 (a hang on
 PCIe peer-to-peer), LOG010 (ranks timed out in different collectives), LOG011 (the job waited for ranks never
-started), LOG012 (hosts joined torchrun rendezvous of different ids)."""
+started), LOG012 (hosts joined torchrun rendezvous of different ids), LOG013 (the first failure is an exception no
+signature explains, and the errors after it are only its consequences)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -355,3 +356,43 @@ def rendezvous_ids_differ(ctx):
     ev += follow_on_lines(follow, "the wait this caused")
     yield ctx.finding(ev, data={"run_ids": sorted(split), "hosts": split,
                                 "follow_on_signatures": [h.id for h in follow]})
+
+
+#: signatures that say another rank or the store went away -- the others' view of a rank that failed first
+CONSEQUENCES = frozenset({"SIG022", "SIG027", "SIG032", "SIG042", "SIG043", "SIG048", "SIG050", "SIG014"})
+
+
+def first_failure(logs, severities: dict[str, str]) -> object | None:
+    """The earliest FirstException of the logs when every error-severity signature of them is a consequence
+    (CONSEQUENCES) and, in its own file, comes after it; None otherwise (a known cause explains the failure, or no
+    unexplained exception is there). ``severities``: signature id -> catalogue severity."""
+    if logs is None or not logs.first_exceptions:
+        return None
+    errors = [h for h in logs.signatures if severities.get(h.id) == "error"]
+    if not errors or any(h.id not in CONSEQUENCES for h in errors):
+        return None
+    first = min(logs.first_exceptions, key=lambda e: e.line)
+    same = [h.first_line for h in errors if h.files[:1] == [first.file] and h.first_line is not None]
+    return first if all(first.line < n for n in same) else None
+
+
+@rule("LOG013")
+def unexplained_first_failure(ctx):
+    """Finds the first exception line no signature explains when the only errors the catalogue reads are the
+    other ranks' view of a failure (a peer exited, a connection closed, a watchdog timeout, the store went away)."""
+    _offline(ctx)
+    logs = ctx.snap.logs
+    if logs is None or not logs.signatures:
+        raise NotAssessed("no error signature in the inputs")
+    from gpudoctor.rules.logs import SEVERITIES, follow_on_lines, follow_ons_of
+
+    first = first_failure(logs, SEVERITIES)
+    if first is None:
+        return
+    follow = follow_ons_of(logs, "LOG013")
+    who = f"rank {first.rank}" if first.rank is not None else "a process"
+    ev = [f"{who} raised first ({first.file}, line {first.line}): {first.text}",
+          "no signature explains it, and the errors after it only say that a peer or the store went away"]
+    ev += follow_on_lines(follow, "the other ranks' view of it")
+    yield ctx.finding(ev, subject=who, data={"file": first.file, "line": first.line, "rank": first.rank,
+                                              "follow_on_signatures": [h.id for h in follow]})

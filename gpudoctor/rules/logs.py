@@ -67,7 +67,14 @@ def _rendezvous_split(logs) -> bool:
 #: rule ids a signature may list in ``follows``: the fact rules that conclude what its message is a consequence of
 #: (an Xid blaming the hardware under the CUDA errors, hosts in different rendezvous under the rendezvous timeout),
 #: each with the test of the logs that makes that rule fire
-RULE_CAUSES = {XID_CAUSE: lambda logs: bool(logs.xids) and bool(hardware_xids(logs)), "LOG012": _rendezvous_split}
+def _first_failure(logs) -> bool:
+    from gpudoctor.rules.launch import first_failure
+
+    return first_failure(logs, SEVERITIES) is not None
+
+
+RULE_CAUSES = {XID_CAUSE: lambda logs: bool(logs.xids) and bool(hardware_xids(logs)), "LOG012": _rendezvous_split,
+               "LOG013": _first_failure}
 
 
 def _hit_ids(logs) -> set[str]:
@@ -393,6 +400,7 @@ _BY_ID: dict[str, dict] = {e["id"]: e for e in _ENTRIES}
 _FAMILY: dict[str, str] = {e["id"]: e.get("family", "") for e in _ENTRIES}
 _FOLLOWS: dict[str, tuple[str, ...]] = {e["id"]: tuple(e.get("follows", ())) for e in _ENTRIES}
 _SEVERITY: dict[str, str] = {e["id"]: e["severity"] for e in _ENTRIES}
+SEVERITIES = _SEVERITY  # signature id -> the catalogue's severity (rules/launch.py LOG013)
 _FALLBACKS: frozenset[str] = frozenset(e["id"] for e in _ENTRIES if e.get("fallback"))
 _WRAPS: frozenset[str] = frozenset(e["id"] for e in _ENTRIES if e.get("wraps"))
 

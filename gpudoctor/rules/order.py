@@ -25,7 +25,7 @@ _KERNEL_FAMILIES = frozenset({"kernel"})  # rules/signatures.toml `family`
 _SMI_FAMILIES = frozenset({"nvidia-smi"})
 _ABOUT_THE_INPUTS = frozenset({"SIG000", "LOG000"})
 #: log rules that conclude from many lines (ranks, hosts, transports compared): they explain the signatures they see
-_CONCLUDING = frozenset({"LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010", "LOG011", "LOG012"})
+_CONCLUDING = frozenset({"LOG005", "LOG006", "LOG007", "LOG008", "LOG009", "LOG010", "LOG011", "LOG012", "LOG013"})
 
 
 def _group(f: Finding) -> int:
