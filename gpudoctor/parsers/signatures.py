@@ -602,8 +602,8 @@ def _merge_spans(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]
 
 
 #: a Python exception line ("ValueError: ...", "[rank2]: torch.distributed.DistBackendError: ...")
-EXCEPTION_LINE = re.compile(r"^[ \t]*(?:\[(?:rank|default)\d+\]:[ \t]*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:",
-                            re.M)
+EXCEPTION_LINE = re.compile(r"^[ \t]*(?:\[(?:rank|default)\d+\]:[ \t]*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*"
+                            r"(?:Error|Exception)\b:", re.M)
 
 
 def first_unexplained_exception(text: str, spans: Iterable[tuple[int, int]]) -> tuple[int, str] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpudoctor.facts.model import FirstException
 from gpudoctor.parsers._text import int_ranges
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
@@ -362,7 +363,7 @@ def rendezvous_ids_differ(ctx):
 CONSEQUENCES = frozenset({"SIG022", "SIG027", "SIG032", "SIG042", "SIG043", "SIG048", "SIG050", "SIG014"})
 
 
-def first_failure(logs, severities: dict[str, str]) -> object | None:
+def first_failure(logs, severities: dict[str, str]) -> FirstException | None:
     """The earliest FirstException of the logs when every error-severity signature of them is a consequence
     (CONSEQUENCES) and, in its own file, comes after it; None otherwise (a known cause explains the failure, or no
     unexplained exception is there). ``severities``: signature id -> catalogue severity."""
