@@ -130,8 +130,8 @@ _PEERS = ("[rank0]:[E1204 10:40:00.000000000 ProcessGroupNCCL.cpp:1595] [PG ID 0
 def test_an_exception_no_signature_explains_is_the_cause_of_the_peers_errors(tmp_path):
     p = tmp_path / "job.log"
     p.write_text("[rank2]: Traceback (most recent call last):\n"
-                 "[rank2]:   File \"/work/train.py\", line 211, in <module>\n[rank2]:     loss = criterion(out, y)\n[rank2]: ValueError: Expected input batch_size (16) to match "
-                 "target batch_size (8).\n" + _PEERS)
+                 "[rank2]:   File \"/work/train.py\", line 211, in <module>\n[rank2]:     loss = criterion(out, y)\n"
+                 "[rank2]: ValueError: Expected input batch_size (16) to match target batch_size (8).\n" + _PEERS)
     found = _check(p)
     assert _errors(found) == ["LOG013"], _errors(found)
     f = found[0]
