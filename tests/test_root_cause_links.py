@@ -155,3 +155,14 @@ def test_a_watchdog_timeout_after_another_ranks_shared_memory_crash_is_its_follo
     (tmp_path / "rank09.log").write_text("RuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus error. "
                                          "It is possible that dataloader's workers are out of shared memory.\n")
     assert _errors(_check(tmp_path)) == ["SIG006"]
+
+
+def test_the_same_pci_address_on_two_hosts_is_two_gpus(tmp_path):
+    line = ("Dec 04 14:0{m}:10 {host} kernel: NVRM: Xid (PCI:0000:9a:00): 13, pid={pid}, name=python, Graphics SM Warp "
+            "Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address\n")
+    (tmp_path / "kern-a.txt").write_text(line.format(m=2, host="node-a", pid=41005))
+    (tmp_path / "kern-b.txt").write_text(line.format(m=2, host="node-b", pid=41013)
+                                         + line.format(m=3, host="node-b", pid=41099))
+    found = [f for f in _check(tmp_path) if f["rule_id"] == "LOG001"]
+    assert sorted(f["data"]["host"] for f in found) == ["node-a", "node-b"]
+    assert not any("different processes" in e for f in found for e in f["evidence"])

@@ -5,6 +5,7 @@ They judge only text given to ``gpudoctor check``; in a live scan (no logs) they
 """
 from __future__ import annotations
 
+import os
 import re
 import string
 from typing import TYPE_CHECKING
@@ -43,16 +44,34 @@ def _logs(ctx):
 XID_CAUSE = "LOG001"
 
 
+#: the host a kernel-log line names: journald / syslog ("Dec 04 14:02:10 node-b kernel: NVRM: ...")
+_KERNEL_HOST = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) (\S+) kernel: ")
+
+
+def gpu_keys(logs) -> dict[int, str]:
+    """index in logs.xids -> the GPU it names: its PCI address, and when the inputs hold the kernel logs of several
+    hosts (the hosts journald names, else one file per host) the host too ("0000:9a:00 on node-b"): every node of a
+    job has a GPU at the same address, which is not one GPU."""
+    hosts = []
+    for x in logs.xids:
+        m = _KERNEL_HOST.match(x.line)
+        hosts.append(m.group(1) if m else os.path.basename(x.file) if x.file else "")
+    several = len(set(hosts)) > 1
+    return {i: (x.pci_bus_id or "?") + (f" on {hosts[i]}" if several and hosts[i] else "")
+            for i, x in enumerate(logs.xids)}
+
+
 def hardware_xids(logs) -> list[tuple[int, str]]:
     """(Xid, PCI bus id) of the kernel log's Xids that are errors blamed on the GPU, the node, the fabric or the
     driver (rules/xid.toml): the failures CUDA errors of the same inputs follow from. Application Xids (13, 31, 43,
     45, 94) are not: they are the kernel's echo of a fault the application made."""
     table = data.load("xid").get("xid", {})
     out = []
-    for x in logs.xids:
+    keys = gpu_keys(logs)
+    for i, x in enumerate(logs.xids):
         entry = table.get(str(x.xid)) or {}
         if entry.get("severity") == "error" and entry.get("blame", "GPU") != "application":
-            key = (x.xid, x.pci_bus_id or "?")
+            key = (x.xid, keys[i])
             if key not in out:
                 out.append(key)
     return out
@@ -432,8 +451,9 @@ def xids(ctx):
         return
     table = data.load("xid").get("xid", {})
     groups: dict[tuple[int, str], list] = {}
-    for x in logs.xids:
-        groups.setdefault((x.xid, x.pci_bus_id or "?"), []).append(x)
+    keys = gpu_keys(logs)
+    for i, x in enumerate(logs.xids):
+        groups.setdefault((x.xid, keys[i]), []).append(x)
     causes = {bus for (code, bus) in groups if code not in FOLLOW_ON_XIDS}
     hardware = hardware_xids(logs)
     placed = _place_follow_ons(follow_ons_of(logs, XID_CAUSE), hardware) if hardware else {}
@@ -458,7 +478,10 @@ def xids(ctx):
         if blame == "GPU" and sev == "error" and "RMA" not in action and code != 154:  # 154: the driver's own action
             action = HARDWARE_LADDER[2].upper() + HARDWARE_LADDER[3:] if _ONLY_RESET.match(action) else \
                 action + HARDWARE_LADDER
-        ev = [f"{len(events)} event(s) on GPU {bus}, blame: {blame}", f"first: {events[0].line}"]
+        named = _KERNEL_HOST.match(events[0].line)
+        host = bus.split(" on ", 1)[1] if " on " in bus else (named.group(1) if named else None)
+        where = bus if " on " in bus or host is None else f"{bus} on {host}"
+        ev = [f"{len(events)} event(s) on GPU {where}, blame: {blame}", f"first: {events[0].line}"]
         pids = {m.group(1) for x in events for m in [_PID.search(x.line)] if m}
         if blame == "application" and sev != "info" and len(pids) >= 3 and not any(c == code and b != bus
                                                                              for c, b in groups):
@@ -475,8 +498,9 @@ def xids(ctx):
                       + ", ".join(f"Xid {c} x{n}" for c, n in sorted(follow.items())))
         errors = placed.get((code, bus), [])
         ev += follow_on_lines(errors, "caused by this Xid")
-        yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {bus}", remedy=action,
-                          data={"xid": code, "pci_bus_id": bus, "count": len(events), "blame": blame,
+        yield ctx.finding(ev, severity=sev, title=title, subject=f"GPU {where}", remedy=action,
+                          data={"xid": code, "pci_bus_id": bus.split(" on ")[0], "host": host, "count": len(events),
+                                "blame": blame,
                                 "follow_on": follow, "follow_on_signatures": [h.id for h in errors]})
 
 
@@ -502,7 +526,7 @@ def _place_follow_ons(hits, hardware: list[tuple[int, str]]) -> dict[tuple[int, 
     out: dict[tuple[int, str], list] = {}
     for h in hits:
         buses = {g.lower().split(".")[0] for g in h.gpus if ":" in g and "@" not in g}
-        home = next((x for x in hardware if x[1].lower().split(".")[0] in buses), hardware[0])
+        home = next((x for x in hardware if x[1].split(" on ")[0].lower().split(".")[0] in buses), hardware[0])
         out.setdefault(home, []).append(h)
     return out
 
