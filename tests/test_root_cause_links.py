@@ -166,3 +166,15 @@ def test_the_same_pci_address_on_two_hosts_is_two_gpus(tmp_path):
     found = [f for f in _check(tmp_path) if f["rule_id"] == "LOG001"]
     assert sorted(f["data"]["host"] for f in found) == ["node-a", "node-b"]
     assert not any("different processes" in e for f in found for e in f["evidence"])
+
+
+def test_a_line_is_attributed_to_the_rank_its_own_prefix_names(tmp_path):
+    # an NCCL WARN line has no rank prefix: "[Rank 5]" on the next line is not its rank
+    p = tmp_path / "job.log"
+    p.write_text("gpu-a17:5104:5300 [4] include/alloc.h:185 NCCL WARN Cuda failure 'an illegal memory access was "
+                 "encountered'\n[rank5]:[E1204 10:40:00.000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) "
+                 "Rank 5] Process group watchdog thread terminated with exception: CUDA error: unspecified launch "
+                 "failure\n")
+    res = runner.invoke(app, ["check", str(p), "--format", "json"])
+    hits = {h["id"]: h for h in json.loads(res.stdout)["snapshot"]["logs"]["signatures"]}
+    assert hits["SIG023"]["ranks"] == [] and hits["SIG023"]["gpus"] == ["cuda:4@gpu-a17"]

@@ -67,7 +67,8 @@ class Spread:
         if self.first < 0:
             self.first = start
         self.last = start
-        rank, host, gpu = origin(t[line_start:line_start + 400])
+        end = t.find("\n", line_start, line_start + 400)  # the line itself: a later line's "[Rank N]" is not its
+        rank, host, gpu = origin(t[line_start:end if end >= 0 else line_start + 400])
         for seen, v in ((self.ranks, rank), (self.hosts, host), (self.gpus, gpu)):
             if v is not None and len(seen) < MAX_DISTINCT:
                 seen[v] = None  # type: ignore[index]

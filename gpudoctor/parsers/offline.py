@@ -309,8 +309,9 @@ def _first_exception(path: str, text: str, first: tuple[int, str], line_base: in
 
     offset, line = first
     t = clean(text)
+    end = t.find("\n", offset)
     return FirstException(file=path, line=line_base + t.count("\n", 0, offset) + 1, text=line,
-                          rank=origin(t[offset:offset + 400])[0])
+                          rank=origin(t[offset:end if end >= 0 else len(t)])[0])
 
 
 def _not_output(block: str) -> bool:
