@@ -163,3 +163,4 @@ def test_a_report_saved_beside_its_log_does_not_count_the_log_twice(tmp_path):
     rc, doc = _check(tmp_path)
     hit = next(f for f in doc["findings"] if f["rule_id"] == "SIG023")
     assert hit["data"]["count"] == 3
+    assert sorted(Path(i["path"]).name for i in doc["snapshot"]["inputs"]) == ["report.json", "run.log"]

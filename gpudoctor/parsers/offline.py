@@ -458,6 +458,9 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
                     inp.note = f"{name} parsed, but this build has no Snapshot section for it"
     if snap.logs is not None and col.lines and _same_logs(snap.logs, col):
         snap.logs = None  # the saved report was made from these same logs: they are read again, not counted twice
+        now = {os.path.basename(i.path) for i in col.inputs + unread}
+        base = col.base.inputs if col.base is not None else []
+        snap.inputs = [i for i in base if os.path.basename(i.path) not in now] + col.inputs + unread
     logs = snap.logs.model_copy(deep=True) if snap.logs is not None else LogFacts(
         source="logs and error text: " + ", ".join(i.path for i in col.inputs if "logs" in i.sections or i.kinds))
     logs.lines_scanned += col.lines
