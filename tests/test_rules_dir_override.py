@@ -144,3 +144,15 @@ def test_the_rule_ids_a_site_may_follow_are_the_fact_rules_that_fire_as_causes()
     from gpudoctor.rules.logs import RULE_CAUSES
 
     assert set(RULE_IDS) == set(RULE_CAUSES)
+
+
+def test_a_sites_remedy_is_shown_when_a_shipped_case_of_the_signature_fires(tmp_path):
+    r = _override(tmp_path, "[[signature]]\nid = 'SIG012'\nremedy = 'Ask the platform team for a bigger GPU.'\n")
+    log = tmp_path / "job.log"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                   "of 79.15 GiB of which 1.00 GiB is free. Of the allocated memory 60.00 GiB is allocated by PyTorch, "
+                   "and 15.00 GiB is reserved by PyTorch but unallocated.\n")  # the fragmentation case
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GPUDOCTOR_RULES_DIR=str(tmp_path / "site"), NO_COLOR="1")
+    r = subprocess.run([sys.executable, "-m", "gpudoctor", "check", str(log)], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=str(tmp_path))
+    assert "Ask the platform team for a bigger GPU." in r.stdout and "fragment" in r.stdout.lower(), r.stdout

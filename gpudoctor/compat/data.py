@@ -93,6 +93,10 @@ def load(name: str) -> dict[str, Any]:
         if unknown:
             _warn_unknown_keys(str(override), tuple(unknown))
         doc = merge(doc, site)
+        from gpudoctor.compat.schema import AFTER_MERGE
+
+        if name in AFTER_MERGE:
+            AFTER_MERGE[name](doc, site)
         _check_override(name, override, _site_view(doc, site), doc)
     return doc
 

@@ -120,3 +120,17 @@ def _signatures(view: dict[str, Any], merged: dict[str, Any]) -> list[str]:
 #: rule data file name -> its checker of (the override's entries merged, the whole merged file); a file without
 #: one is checked only for its values' types (compat/data.py)
 CHECKERS = {"signatures": _signatures}
+
+
+def _site_remedy_wins(merged: dict[str, Any], site: dict[str, Any]) -> None:
+    """A site entry that gives a shipped signature its own ``remedy`` (and no cases of its own) wants it shown
+    whatever case fires: the shipped cases' remedies are dropped for that entry (their titles and causes stay)."""
+    ids = {e.get("id") for e in site.get("signature", []) if isinstance(e, dict) and "remedy" in e and "cases" not in e}
+    for e in merged.get("signature", []):
+        if isinstance(e, dict) and e.get("id") in ids:
+            e["cases"] = [{k: v for k, v in c.items() if k != "remedy"} for c in e.get("cases", [])
+                          if isinstance(c, dict)]
+
+
+#: rule data file name -> what to adjust once an override is laid over the shipped file (merged, site)
+AFTER_MERGE = {"signatures": _site_remedy_wins}
