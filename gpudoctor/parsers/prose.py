@@ -91,6 +91,8 @@ def spoken(line: str) -> bool:
     output: no program prints "I grepped" or "our job"."""
     if _GREETING.match(line):
         return True
+    if line[:1] == "\t" or line[:2] == "  ":  # an indented line is a program's (torch's "\t - To our best knowledge")
+        return False
     return _PERSON.search(line) is not None and _OUTPUT.search(line) is None and _OUTPUT_START.match(line) is None
 
 
