@@ -108,3 +108,16 @@ def test_torchrun_prefixed_traceback(tmp_path, prefix):
     text = "".join(f"{prefix}{line}\n" for line in (TRACE + err).split("\n"))
     snap, _, _ = _check(tmp_path, text)
     assert snap.logs.error_lines == [f"{prefix}ValueError: shapes (3,4) and (5,6) not aligned"]
+
+
+def test_prometheus_is_not_healthy_when_an_input_was_rejected(tmp_path):
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    ok = tmp_path / "ok.log"
+    ok.write_text("step 10 loss 2.31\nNCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
+    bad = tmp_path / "core.bin"
+    bad.write_bytes(b"\x00\x01\x02" * 20)
+    res = CliRunner().invoke(app, ["check", str(ok), str(bad), "--format", "prometheus"])
+    assert res.exit_code == 2 and "gpudoctor_healthy 0" in res.output and "gpudoctor_inputs_rejected 1" in res.output

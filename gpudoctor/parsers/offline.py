@@ -141,7 +141,8 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             unique.append(f)
     files = unique
     if len(files) > MAX_FILES:
-        errors.append(f"{len(files)} files given; only the first {MAX_FILES} are read")
+        errors.append(f"(the inputs): {len(files)} files given; only the first {MAX_FILES} (in name order) are read: "
+                      "pass fewer files or a narrower folder")
         files = files[:MAX_FILES]
     return files, errors
 

@@ -145,8 +145,12 @@ def render(report: Any, fail_on: str = "error") -> str:
     m.add("report_info", "1; the report's kind, gpudoctor version and host", 1,
           kind=getattr(report, "kind", "report"), version=__version__, host=host)
     interrupted = any(e.kind == "interrupted" for _, e in C.probe_errors(report))
-    m.add("healthy", f"1 when no finding is at or above --fail-on ({fail_on}) and the scan ran to its end: the "
-          "command's exit code was 0", float(not C.failing(report, fail_on) and not interrupted))
+    snap = getattr(report, "snapshot", None)
+    rejected = sum(1 for i in (getattr(snap, "inputs", None) or []) if getattr(i, "status", "") == "rejected")
+    m.add("healthy", f"1 when no finding is at or above --fail-on ({fail_on}), the scan ran to its end and no input "
+          "was rejected: the command's exit code was 0", float(not C.failing(report, fail_on) and not interrupted
+                                                               and not rejected))
+    m.add("inputs_rejected", "inputs of `gpudoctor check` that could not be used (exit code 2)", rejected)
     m.add("scan_timestamp_seconds", "when the report was made, Unix time, seconds", C.timestamp(report))
     m.add("scan_duration_seconds", "wall time of the probes and confirmation runs, seconds", C.duration(report))
     n = C.counts(report)
