@@ -27,18 +27,12 @@ def test_a_rules_dir_that_is_not_a_folder_is_an_error(tmp_path):
 
 
 def test_invalid_toml_in_the_override_names_the_file(tmp_path):
-    d = tmp_path / "site"
-    d.mkdir()
-    (d / "signatures.toml").write_text("garbage = [\n")
-    r = _check(tmp_path, str(d))
-    assert r.returncode == 2 and f"{d / 'signatures.toml'}: not valid TOML" in r.stderr.strip().splitlines()[-1]
+    r = _site(tmp_path, "signatures.toml", "garbage = [\n")
+    assert r.returncode == 2 and f"{tmp_path / 'site' / 'signatures.toml'}: not valid TOML" in r.stderr.strip().splitlines()[-1]
 
 
 def test_a_misspelt_file_name_is_warned_about_and_the_shipped_data_is_used(tmp_path):
-    d = tmp_path / "site"
-    d.mkdir()
-    (d / "threshold.toml").write_text("[host]\n")
-    r = _check(tmp_path, str(d))
+    r = _site(tmp_path, "threshold.toml", "[host]\n")
     assert r.returncode == 1 and "SIG023" in r.stdout
     assert "threshold.toml is not the name of a rule data file" in r.stderr and "thresholds.toml" in r.stderr
 
@@ -53,11 +47,19 @@ remedy = 'Remount /data.'
 """
 
 
-def _override(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+def _site(tmp_path: Path, name: str, content: str | bytes) -> subprocess.CompletedProcess:
+    """`check` of the test log with GPUDOCTOR_RULES_DIR holding ``name`` with ``content``."""
     d = tmp_path / "site"
     d.mkdir(exist_ok=True)
-    (d / "signatures.toml").write_text(text)
+    if isinstance(content, bytes):
+        (d / name).write_bytes(content)
+    else:
+        (d / name).write_text(content)
     return _check(tmp_path, str(d))
+
+
+def _override(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    return _site(tmp_path, "signatures.toml", text)
 
 
 def test_a_sites_own_catalogue_is_used(tmp_path):
@@ -81,10 +83,7 @@ def test_a_site_entry_with_a_shipped_id_changes_only_the_keys_it_gives(tmp_path)
 
 @pytest.mark.parametrize("name", ["xid.toml", "thresholds.toml", "rule_meta.toml"])
 def test_any_broken_override_file_is_an_error_not_a_silent_skip(tmp_path, name):
-    d = tmp_path / "site"
-    d.mkdir()
-    (d / name).write_text("x\n")
-    r = _check(tmp_path, str(d))
+    r = _site(tmp_path, name, "x\n")
     assert r.returncode == 2 and f"{name}: not valid TOML" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -116,26 +115,17 @@ def test_the_shipped_catalogue_has_the_shape_an_override_is_held_to():
     ("signatures.toml", "[[signature]]\nid = 'SIG023'\nfollows = ['SIG777']\n", "follows names no signature: SIG777"),
 ])
 def test_an_override_value_of_the_wrong_type_or_reference_is_an_error(tmp_path, name, text, says):
-    d = tmp_path / "site"
-    d.mkdir()
-    (d / name).write_text(text)
-    r = _check(tmp_path, str(d))
+    r = _site(tmp_path, name, text)
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_rules_file_in_another_encoding_is_an_error(tmp_path):
-    d = tmp_path / "site"
-    d.mkdir()
-    (d / "signatures.toml").write_bytes("# café\n".encode("utf-16"))
-    r = _check(tmp_path, str(d))
+    r = _site(tmp_path, "signatures.toml", "# café\n".encode("utf-16"))
     assert r.returncode == 2 and "not UTF-8" in r.stderr
 
 
 def test_a_misspelt_key_is_warned_about(tmp_path):
-    d = tmp_path / "site"
-    d.mkdir()
-    (d / "thresholds.toml").write_text("[host.dev_shm]\nmin_bytess = 1\n")
-    r = _check(tmp_path, str(d))
+    r = _site(tmp_path, "thresholds.toml", "[host.dev_shm]\nmin_bytess = 1\n")
     assert r.returncode == 1 and "host.dev_shm.min_bytess is not in the shipped file" in r.stderr
 
 
