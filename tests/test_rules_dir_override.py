@@ -28,7 +28,8 @@ def test_a_rules_dir_that_is_not_a_folder_is_an_error(tmp_path):
 
 def test_invalid_toml_in_the_override_names_the_file(tmp_path):
     r = _site(tmp_path, "signatures.toml", "garbage = [\n")
-    assert r.returncode == 2 and f"{tmp_path / 'site' / 'signatures.toml'}: not valid TOML" in r.stderr.strip().splitlines()[-1]
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and f"{tmp_path / 'site' / 'signatures.toml'}: not valid TOML" in last
 
 
 def test_a_misspelt_file_name_is_warned_about_and_the_shipped_data_is_used(tmp_path):
