@@ -40,7 +40,10 @@ _OUTPUT_START = re.compile(r"^[ \t]*(?:Traceback\b|[\w.]*(?:Error|Exception|Warn
 #: a word of prose: lower-case letters (an apostrophe, closing punctuation allowed)
 _WORD = re.compile(r"^[(\"“]?[a-z][a-z'’-]*[,.;:?!)\"”]*$")
 #: a person speaking: a first-person pronoun, or a greeting / sign-off opening the line
-_PERSON = re.compile(r"(?<![\w/])(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['’](?:m|ve|d|ll|re))? [a-z]")
+_PERSON = re.compile(r"(?<![\w/])(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['’](?:m|ve|d|ll|re))? [a-z]"
+                     r"|(?<![\w/.=])i(?:['’](?:m|ve|d|ll))? (?!in\b|=)[a-z]")
+#: a message quoted in a sentence: 'NCCL reports "unhandled system error" on the second node.'
+_QUOTED = re.compile(r"[\"“`][^\"“”`\n]{8,}[\"”`]")
 _GREETING = re.compile(r"^[ \t>]*(?:Hi|Hello|Hey|Thanks|Thank you|Cheers|Best|Regards|EDIT|Edit|Update|UPDATE)\b"
                        r"|^[ \t>]*On .{6,120} wrote:[ \t]*$")
 #: the language of a fenced block that holds a configuration or code, not output (```yaml, ```python ...)
@@ -77,11 +80,18 @@ _FACT_ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]+(?P<key>[^:`*\n]{2,80}):(?:[ \t]
 _ERROR_WORD = re.compile(r"(?i)error|exception|warn|fail|fault|abort|kill|crash|timeout|timed out")
 
 
+#: words of someone explaining or guessing ("usually means", "I think", "seems", "tried"), which a program's message
+#: rarely holds: a wordy line needs one to be prose ("terminate called after throwing an instance of" is output)
+_OPINION = re.compile(r"(?i)\b(?:think|thought|seems?|maybe|probably|perhaps|usually|often|means?|meant|tried|"
+                      r"guess|suspect|wonder|believe|looks like|any idea|anyone|help|thanks|turned out|after all|"
+                      r"fixed|works|worked|happens|happened|again|instead|because of)\b")
+
+
 def wordy(line: str) -> bool:
-    """Whether ``line`` reads as prose: six or more words, three in five of them lower-case words of letters, and
-    not starting like output."""
+    """Whether ``line`` reads as prose: six or more words, three in five of them lower-case words of letters, one
+    of them a word of explaining or guessing (_OPINION), and not starting like output."""
     tokens = line.split()
-    if len(tokens) < 6 or _OUTPUT_START.match(line):
+    if len(tokens) < 6 or _OUTPUT_START.match(line) or not _OPINION.search(line):
         return False
     return sum(1 for w in tokens if _WORD.match(w)) >= 0.6 * len(tokens)
 
@@ -96,11 +106,19 @@ def spoken(line: str) -> bool:
     return _PERSON.search(line) is not None and _OUTPUT.search(line) is None and _OUTPUT_START.match(line) is None
 
 
+def quoting(line: str) -> bool:
+    """Whether ``line`` is a sentence quoting a message: a quoted phrase, and three or more lower-case words outside
+    the quotes, not starting like output."""
+    if _OUTPUT_START.match(line) or not _QUOTED.search(line):
+        return False
+    return sum(1 for w in _QUOTED.sub(" ", line).split() if _WORD.match(w)) >= 3
+
+
 def _prose(line: str, sentences: bool) -> bool:
     fact = _FACT_ITEM.match(line)
     if fact is not None and not _ERROR_WORD.search(fact.group("key")):
         return False
-    if _STRUCTURE.match(line) or _INLINE_CODE.search(line) or spoken(line):
+    if _STRUCTURE.match(line) or _INLINE_CODE.search(line) or spoken(line) or (sentences and quoting(line)):
         return True
     return sentences and ((_SENTENCE.match(line) is not None and _OUTPUT_START.match(line) is None) or wordy(line))
 
