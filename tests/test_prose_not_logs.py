@@ -200,3 +200,26 @@ def test_output_with_keys_and_values_is_not_a_configuration():
     meminfo = "MemTotal:       527765432 kB\nMemFree:        12345678 kB\nMemAvailable:   23456789 kB\nShmem: 1 kB\n"
     checklist = (FIX / "collect-env-eras" / "1.1-issue-template-checklist.txt").read_text()
     assert not is_config(describe) and not is_config(meminfo) and not is_config(log_view(checklist))
+
+
+@pytest.mark.parametrize("sentence", [
+    "i get CUDA out of memory on rank 0 after a few steps.",
+    "NCCL reports \"unhandled system error\" on the second node.",
+    "CUDA out of memory on rank 0 usually means the eval batch is too large",
+    "EDIT: fixed, it was the CUDA out of memory issue after all.",
+])
+def test_sentence_shapes_of_a_writer_are_not_output(tmp_path, sentence):
+    p = tmp_path / "issue.md"
+    p.write_text("### Bug\n\n" + sentence + "\n\n```\n" + TRACE + "```\n")
+    assert _ids(_run(p)[1]) == ["SIG013"]
+
+
+@pytest.mark.parametrize("line, sid", [
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.", "SIG025"),
+    ("terminate called after throwing an instance of 'c10::Error'", "SIG048"),
+])
+def test_a_message_pasted_without_a_fence_in_an_issue_is_still_read(tmp_path, line, sid):
+    p = tmp_path / "issue.md"
+    p.write_text("### Bug\n\nAfter a reboot of the node:\n\n" + line + "\n\n### Versions\n\n```\npip list\n```\n")
+    assert sid in _ids(_run(p)[1])
