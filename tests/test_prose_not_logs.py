@@ -223,3 +223,22 @@ def test_a_message_pasted_without_a_fence_in_an_issue_is_still_read(tmp_path, li
     p = tmp_path / "issue.md"
     p.write_text("### Bug\n\nAfter a reboot of the node:\n\n" + line + "\n\n### Versions\n\n```\npip list\n```\n")
     assert sid in _ids(_run(p)[1])
+
+
+def test_a_report_that_only_quotes_what_the_writer_saw_is_read_as_a_lead(tmp_path):
+    p = tmp_path / "forum.txt"
+    p.write_text("Hello, I am trying to set up fastai in docker. It erred with the following message: \" RuntimeError: "
+                 "DataLoader worker (pid 47) is killed by signal: Bus\nerror. It is possible that dataloader's workers "
+                 "are out of shared\nmemory. Please try to raise your shared memory limit.\". Any help would be "
+                 "appreciated. I am suspecting the image.\n")
+    rc, doc, out = _run(p)
+    f = next(f for f in doc["findings"] if f["rule_id"] == "SIG006")
+    assert rc == 0 and f["severity"] == "warning" and "writer's words" in f["evidence"][0], out
+
+
+def test_an_issue_titled_with_the_error_line_is_read(tmp_path):
+    p = tmp_path / "issue.md"
+    p.write_text("# misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n\n"
+                 "I see this when running all_reduce_perf on two nodes; the log is attached as an image.\n\n"
+                 "- NCCL 2.18.3\n- nccl-tests master\n")
+    assert _ids(_run(p)[1]) == ["SIG009"]

@@ -35,7 +35,8 @@ SCHEMA_VERSION = "2.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      logs.nccl.host_nets (host:pid -> NCCL network); torch.nvidia_wheels (nvidia-* pip packages);
 #      logs.collective_timeouts (each rank's watchdog timeout: SeqNum, OpType).
 # 2.4: logs.rendezvous (torchrun's dynamic-rendezvous join lines: node, run id, round, node rank, node count);
-#      logs.signatures[].wrapped_by (the signatures that read a wrapper's lines); logs.first_exceptions (each
+#      logs.signatures[].wrapped_by (the signatures that read a wrapper's lines), .from_prose (a message quoted
+#      in the writer's words when no log was pasted); logs.first_exceptions (each
 #      file's first exception line that no signature explains, with its line number and rank).
 
 Unlimited = Literal["unlimited"]
@@ -245,6 +246,8 @@ class SignatureHit(_Model):
                             "[cudaDev]) or a PCI address (NVRM: Xid (PCI:...))")
     first_line: int | None = Field(None, description="line number of the first match (in files[0])")
     last_line: int | None = Field(None, description="line number of the last match (in files[-1])")
+    from_prose: bool = Field(False, description="read from the writer's words (a Markdown paste or a message with "
+                             "no log in it): what the person says they saw; its finding is at most a warning")
     wrapped_by: list[str] = Field(default_factory=list, description="for a message that carries another error's "
                                   "text (a `wraps` entry): the signatures that matched its lines, when every line of "
                                   "it was matched by one")

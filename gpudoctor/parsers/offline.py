@@ -192,6 +192,9 @@ _OWN_OUTPUT_REASONS = {
 #: a named pipe, socket or device found in a folder: never opened (a pipe without a writer blocks the open); one
 #: named on the command line is read (`check <(kubectl logs ...)` passes a pipe)
 NOT_REGULAR = ": not a regular file (a named pipe, socket or device file), not opened"
+#: a paste with no log in it is read for the messages its prose quotes (what the writer saw) when they name at most
+#: this many signatures; more is a list of messages (notes, an FAQ), not a report of one failure
+MAX_QUOTED = 2
 #: a Markdown document whose text is all the writer's words (parsers/prose.py): notes, a wiki page, documentation
 MARKDOWN_NOTES = (": Markdown notes or documentation with no log in them (messages quoted in prose, lists and "
                   "tables are the writer's words, not output): paste the log itself, or put it in a ``` block")
@@ -221,6 +224,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
 
     whole = kinds is None  # a file read whole, not one chunk of a large input
     markdown = False  # a Markdown document (parsers/prose.py)
+    written = text
     if kinds is None:
         if "\x1b" in text:  # a coloured capture (FORCE_COLOR, `script`): formats are recognised on the plain text
             text = clean(_ERASED.sub("", text))
@@ -230,6 +234,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         text = strip_line_prefixes(text)  # kubectl / CRI / journald / srun --label / compose line prefixes
         viewed = log_view(text, _not_output)  # a Markdown issue or notes: the writer's words are not the log
         markdown = viewed is not text
+        written = text  # the paste with the writer's words (read when they are all there is)
         whole_doc = D.detect(text) if markdown else []
         if D.GD_FORMAT in whole_doc:  # gpudoctor's rule documentation (explain, docs/rules) is Markdown itself
             kinds = whole_doc
@@ -286,7 +291,14 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
     if not kinds and not hits and markdown:
-        return f"{path}{MARKDOWN_NOTES}"
+        quoted = match_signatures(log_view(written, _not_output, prose=False), file=path, line_base=col.line_base)
+        if not quoted or len(quoted) > MAX_QUOTED:
+            return f"{path}{MARKDOWN_NOTES}"  # (notes or an FAQ list many messages; a report quotes what it saw)
+        for h in quoted:  # what the person says they saw: read, at most a warning (rules/logs.py)
+            h.from_prose = True
+        col.hits += quoted
+        hits = quoted
+        info.sections.append("logs")
     if not kinds and not hits:
         return (
             f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S")
+_HEADING_TEXT = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
 _STRUCTURE = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]|[-*+][ \t]+\S|\d{1,3}[.)][ \t]+\S|>|\|)|^[ \t]*\*\*[^*\s]")
 _MARK = re.compile(r"^[ \t]{0,3}(?:[-*+][ \t]+\S|\d{1,3}[.)][ \t]+\S|\|.*\|[ \t]*$)|\*\*[^*\s][^*\n]*\*\*")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -129,10 +130,12 @@ def is_conversation(text: str) -> bool:
     return sum(1 for x in text.split("\n", 200)[:200] if spoken(x)) >= 2
 
 
-def log_view(text: str, not_output: Callable[[str], bool] | None = None) -> str:
+def log_view(text: str, not_output: Callable[[str], bool] | None = None, prose: bool = True) -> str:
     """``text`` with the writer's words blanked (module docstring), as many lines as before; ``text`` itself when it
     is not a Markdown document. ``not_output(block)``: whether a fenced block's text is not program output
-    (gpudoctor's own report, a code listing); such a block is blanked too."""
+    (gpudoctor's own report, a code listing); such a block is blanked too. ``prose=False``: only those blocks are
+    blanked (the writer's words kept: read when they are all the paste holds). A heading that is output (an issue
+    titled with the error line) is kept without its '#' marks."""
     if not is_markdown(text) and not is_conversation(text):
         return text
     lines = text.split("\n")
@@ -156,9 +159,18 @@ def log_view(text: str, not_output: Callable[[str], bool] | None = None) -> str:
     sentences = True  # a Markdown document or a conversation: its sentences are the writer's
     code_blocks = {a for a, _ in blocks if a > 0 and _CODE_FENCE.match(lines[a - 1])}
     for i, line in enumerate(lines):
-        if _FENCE.match(line) or (not fenced[i] and line.strip() and _prose(line, sentences)):
+        if not prose:
+            if _FENCE.match(line):
+                out[i] = ""
+            continue
+        title = _HEADING_TEXT.match(line)
+        if title is not None and not fenced[i] and _OUTPUT.search(title.group(1)):
+            out[i] = title.group(1)  # "# misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr failed ...": the error
+        elif _FENCE.match(line) or (not fenced[i] and line.strip() and _prose(line, sentences)):
             out[i] = ""
-    for a, b in _paragraphs(lines, fenced):  # a paragraph of prose is blanked whole: its wrapped lines too
+    for a, b in _paragraphs(lines, fenced) if prose else []:  # a paragraph of prose is blanked whole: wrapped lines
+        if any(_HEADING_TEXT.match(x) for x in lines[a:b]) and b - a == 1:
+            continue
         para = lines[a:b]
         if any(_OUTPUT.search(_INLINE_CODE.sub("", x)) for x in para):  # (not a message quoted in inline code)
             continue  # a paragraph holding output (a traceback pasted without a fence) keeps it

@@ -401,6 +401,9 @@ def _register_signature(entry: dict) -> None:
                           + [_SEVERITY[f.id] for f in follow if entry.get("escalates")], key=SEVERITY_ORDER.__getitem__)
                 if sid == "SIG050" and sev == "info" and _root_exception(logs) is not None:
                     sev = "warning"  # the job failed on an exception no signature explains: shown, not hidden
+                if hit.from_prose:  # the writer quoting what they saw, no log pasted: a lead, not a verdict
+                    sev = "warning" if sev == "error" else sev
+                    ev.insert(0, "read from the writer's words (no log was pasted): check it against the log")
                 yield ctx.finding(ev, severity=sev, title=(case or {}).get("title"), remedy=(case or {}).get("remedy"),
                                   data={"family": entry.get("family", ""), "count": hit.count,
                                                           "files": hit.files, "groups": hit.groups,
