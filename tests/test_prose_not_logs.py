@@ -230,7 +230,7 @@ def test_a_report_that_only_quotes_what_the_writer_saw_is_read_as_a_lead(tmp_pat
     p.write_text("Hello, I am trying to set up fastai in docker. It erred with the following message: \" RuntimeError: "
                  "DataLoader worker (pid 47) is killed by signal: Bus\nerror. It is possible that dataloader's workers "
                  "are out of shared\nmemory. Please try to raise your shared memory limit.\". Any help would be "
-                 "appreciated. I am suspecting the image.\n")
+                 "appreciated. I am suspecting the image.\n\nThanks,\nBob\n")
     rc, doc, out = _run(p)
     f = next(f for f in doc["findings"] if f["rule_id"] == "SIG006")
     assert rc == 0 and f["severity"] == "warning" and "writer's words" in f["evidence"][0], out
@@ -242,3 +242,37 @@ def test_an_issue_titled_with_the_error_line_is_read(tmp_path):
                  "I see this when running all_reduce_perf on two nodes; the log is attached as an image.\n\n"
                  "- NCCL 2.18.3\n- nccl-tests master\n")
     assert _ids(_run(p)[1]) == ["SIG009"]
+
+
+SMI_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+              "NVIDIA driver is installed and running.")
+
+
+@pytest.mark.parametrize("name, text, sid", [
+    # output directly under the writer's sentence (no blank line)
+    ("issue.md", "### Bug\n\nAfter the reboot I get this:\n" + SMI_FAILED + "\n\n### Env\n\n- OS: Ubuntu 22.04\n",
+     "SIG025"),
+    ("mail.txt", "Hi team,\n\nAfter the reboot I get this:\n" + SMI_FAILED + "\n\nThanks,\nBob\n", "SIG025"),
+    # a reply quoting the original mail with its log
+    ("reply.txt", "Hi Bob,\n\nI think it is the driver.\n\nOn Wed, Dec 4, 2024 at 10:02 AM Alice wrote:\n"
+     "> Our job fails with:\n> [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n",
+     "SIG023"),
+    # a traceback fenced as python, kubectl's YAML output fenced as yaml
+    ("issue2.md", "### Bug\n\n```python\nTraceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+     "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n", "SIG023"),
+    ("issue3.md", "### Bug\n\nThe pod was killed:\n\n```yaml\nstatus:\n  containerStatuses:\n  - lastState:\n"
+     "      terminated:\n        exitCode: 137\n        reason: OOMKilled\n```\n", "SIG067"),
+    # an exception line that quotes names in backticks
+    ("mail2.txt", "Hi all,\n\nwe got this on node 4:\n\ntriton.runtime.errors.OutOfResources: out of resource: shared "
+     "memory, Required: 262144, Hardware limit: 232448. Reducing block sizes or `num_stages` may help.\n\nThanks\n",
+     "SIG314"),
+])
+def test_real_output_among_the_writers_words_is_kept(tmp_path, name, text, sid):
+    p = tmp_path / name
+    p.write_text(text)
+    assert sid in _ids(_run(p)[1]) + _ids(_run(p)[1], "warning"), _run(p)[2]
+
+
+def test_kubectl_yaml_output_is_not_a_configuration_file():
+    assert not is_config("apiVersion: v1\nkind: Pod\nstatus:\n  containerStatuses:\n  - lastState:\n      terminated:\n"
+                         "        reason: OOMKilled\n        exitCode: 137\n")

@@ -232,7 +232,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         text = unwrap_notebook(text)  # a Jupyter notebook: its cells' outputs
         text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
         text = strip_line_prefixes(text)  # kubectl / CRI / journald / srun --label / compose line prefixes
-        viewed = log_view(text, _not_output)  # a Markdown issue or notes: the writer's words are not the log
+        viewed = log_view(text, _not_output, matched=_matched_lines(text))  # the writer's words are not the log
         markdown = viewed is not text
         written = text  # the paste with the writer's words (read when they are all there is)
         whole_doc = D.detect(text) if markdown else []
@@ -325,6 +325,22 @@ def _first_exception(path: str, text: str, first: tuple[int, str], line_base: in
     end = t.find("\n", offset)
     return FirstException(file=path, line=line_base + t.count("\n", 0, offset) + 1, text=line,
                           rank=origin(t[offset:end if end >= 0 else len(t)])[0])
+
+
+def _matched_lines(text: str) -> frozenset[int]:
+    """Indexes of the lines of ``text`` a signature reads, for a Markdown or conversation paste (parsers/prose.py
+    keeps them unless they are surely the writer's); empty for other texts, or when cleaning changed the lines."""
+    from gpudoctor.parsers.prose import is_conversation, is_markdown
+    from gpudoctor.parsers.signatures import match_signatures
+
+    if len(text) > 1 << 21 or not (is_markdown(text) or is_conversation(text)):
+        return frozenset()
+    t = clean(text)
+    if t.count("\n") != text.count("\n"):
+        return frozenset()
+    spans: list[tuple[int, int]] = []
+    match_signatures(t, spans=spans, errorish=[])
+    return frozenset(t.count("\n", 0, a) for a, _ in spans)
 
 
 def _not_output(block: str) -> bool:

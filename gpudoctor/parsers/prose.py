@@ -36,6 +36,7 @@ _SENTENCE = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}[.?!:][\"”
 #: the first line of a wrapped paragraph: a capitalised word and four more (its sentence ends on a later line)
 _SENTENCE_START = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}")
 _OUTPUT_START = re.compile(r"^[ \t]*(?:Traceback\b|[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b|\[|/|\d"
+                           r"|(?:[a-z_]\w*\.)+[A-Z]\w*:"
                            r"|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL|NOTICE)\b|[A-Z][A-Z0-9_]{2,}:|File \""
                            r"|\S+:\d+:|[A-Z]\d{4} \d)|\bNCCL (?:INFO|WARN)\b|\bNVRM: ")
 #: a word of prose: lower-case letters (an apostrophe, closing punctuation allowed)
@@ -45,8 +46,11 @@ _PERSON = re.compile(r"(?<![\w/])(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['’](?:m|ve|d|ll|r
                      r"|(?<![\w/.=])i(?:['’](?:m|ve|d|ll))? (?!in\b|=)[a-z]")
 #: a message quoted in a sentence: 'NCCL reports "unhandled system error" on the second node.'
 _QUOTED = re.compile(r"[\"“`][^\"“”`\n]{8,}[\"”`]")
-_GREETING = re.compile(r"^[ \t>]*(?:Hi|Hello|Hey|Thanks|Thank you|Cheers|Best|Regards|EDIT|Edit|Update|UPDATE)\b"
-                       r"|^[ \t>]*On .{6,120} wrote:[ \t]*$")
+_GREETING = re.compile(r"^[ \t>]*(?:(?:Hi|Hello|Hey|Dear)(?:[ \t]+[\w.-]+){0,2}[ \t]*[,!][ \t]*$"
+                       r"|(?:Thanks|Thank you|Many thanks|Cheers|Best|Best regards|Regards|Kind regards)"
+                       r"[ \t]*[,!.]?[ \t]*$"
+                       r"|(?:EDIT|Edit|UPDATE|Update|UPD|Solved|SOLVED|P\.S)\d*[ \t]*:"
+                       r"|On .{6,120} wrote:[ \t]*$)")
 #: the language of a fenced block that holds a configuration or code, not output (```yaml, ```python ...)
 _CODE_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})[ \t]*(?:ya?ml|toml|ini|cfg|conf|json|jsonc|python|py|c|cpp"
                          r"|c\+\+|cu"
@@ -85,7 +89,8 @@ _ERROR_WORD = re.compile(r"(?i)error|exception|warn|fail|fault|abort|kill|crash|
 #: rarely holds: a wordy line needs one to be prose ("terminate called after throwing an instance of" is output)
 _OPINION = re.compile(r"(?i)\b(?:think|thought|seems?|maybe|probably|perhaps|usually|often|means?|meant|tried|"
                       r"guess|suspect|wonder|believe|looks like|any idea|anyone|help|thanks|turned out|after all|"
-                      r"fixed|works|worked|happens|happened|again|instead|because of)\b")
+                      r"fixed|works|worked|happens|happened|again|instead|because of|"
+                      r"(?:if|when|whenever) (?:you|we|it) (?:see|get|hit|run into|face))\b")
 
 
 def wordy(line: str) -> bool:
@@ -119,30 +124,75 @@ def _prose(line: str, sentences: bool) -> bool:
     fact = _FACT_ITEM.match(line)
     if fact is not None and not _ERROR_WORD.search(fact.group("key")):
         return False
-    if _STRUCTURE.match(line) or _INLINE_CODE.search(line) or spoken(line) or (sentences and quoting(line)):
+    if _STRUCTURE.match(line) or spoken(line) or (sentences and quoting(line)):
+        return True
+    if _INLINE_CODE.search(line) and _OUTPUT_START.match(line) is None:
         return True
     return sentences and ((_SENTENCE.match(line) is not None and _OUTPUT_START.match(line) is None) or wordy(line))
 
 
 def is_conversation(text: str) -> bool:
-    """Whether ``text`` is a message a person wrote around a log (an e-mail, a chat paste): two or more lines of
-    them speaking (:func:`spoken`), in the first 200 lines."""
-    return sum(1 for x in text.split("\n", 200)[:200] if spoken(x)) >= 2
+    """Whether ``text`` is a message a person wrote around a log (an e-mail, a chat paste): in its first 200 lines,
+    a greeting, sign-off, EDIT note or "On ... wrote:" header and a line of them speaking, or three different
+    lines of them speaking (a program's "we are at step 10" repeats one)."""
+    head = text.split("\n", 200)[:200]
+    greeting = any(_GREETING.match(x) for x in head)
+    said = {re.sub(r"\d+", "", x.strip()) for x in head if spoken(x) and not _GREETING.match(x)}
+    return (greeting and bool(said)) or len(said) >= 3
 
 
-def log_view(text: str, not_output: Callable[[str], bool] | None = None, prose: bool = True) -> str:
+_QUOTE_MARK = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_GLOSS = re.compile(r" (?:--|—|–|->|→|=>) \S")
+_TABLE_ROW = re.compile(r"^[ \t]{0,3}\|.*\|[ \t]*$")
+#: a line of settings in a configuration or code block: a comment, a quoted list item, a key with a quoted value
+_SETTING = re.compile(r"^[ \t]*(?:#|//|;|-[ \t]*[\"']|[\w.\-\"']+[ \t]*[:=][ \t]*[\[{(]?[ \t]*[\"'])")
+
+
+def _continues(before: str, line: str, listed: bool = False) -> bool:
+    """Whether ``line`` continues the sentence ``before`` wrapped onto it (no ':', '.', '?' or '!' ends ``before``,
+    which is running text; ``line`` does not start like output, nor indented unless it wraps a list item
+    (``listed``)): a line introduced by "I get this error:" is not."""
+    return (_running(before) and not before.rstrip().endswith((":", ".", "!", "?"))
+            and _OUTPUT_START.match(line) is None and (listed or not line[:1].isspace()))
+
+
+def _running(line: str) -> bool:
+    """Whether ``line`` is running text: eight or more words, three in five of them lower-case words of letters."""
+    tokens = line.split()
+    return len(tokens) >= 8 and sum(1 for w in tokens if _WORD.match(w)) >= 0.6 * len(tokens)
+
+
+def strong_prose(line: str) -> bool:
+    """Whether ``line`` is surely the writer's, even when it holds a message a signature reads: a person speaking,
+    a sentence quoting a message, a sentence of explaining or guessing (_OPINION), a list item or line with inline
+    code that does not start like output."""
+    if _OUTPUT.search(_INLINE_CODE.sub(" ", line)) and not _GREETING.match(line):
+        return False  # (a message quoted in inline code is not output on the line)
+    if spoken(line) or quoting(line) or wordy(line):
+        return True
+    if _MARK.match(line) and _GLOSS.search(line):
+        return True  # "- RuntimeError: CUDA error: ... -- usually a bad custom kernel": a message and its gloss
+    return _INLINE_CODE.search(line) is not None and _OUTPUT_START.match(line) is None and (
+        _STRUCTURE.match(line) is not None or _OPINION.search(line) is not None)
+
+
+def log_view(text: str, not_output: Callable[[str], bool] | None = None, prose: bool = True,
+             matched: frozenset[int] | set[int] = frozenset()) -> str:
     """``text`` with the writer's words blanked (module docstring), as many lines as before; ``text`` itself when it
-    is not a Markdown document. ``not_output(block)``: whether a fenced block's text is not program output
-    (gpudoctor's own report, a code listing); such a block is blanked too. ``prose=False``: only those blocks are
-    blanked (the writer's words kept: read when they are all the paste holds). A heading that is output (an issue
-    titled with the error line) is kept without its '#' marks."""
+    is not a Markdown document or a conversation. ``not_output(block)``: whether a fenced block's text is not program
+    output (gpudoctor's own report, a code listing); such a block is blanked too. ``prose=False``: only those blocks
+    are blanked (the writer's words kept: read when they are all the paste holds). ``matched``: indexes of the lines
+    a signature reads; such a line is kept unless it is surely the writer's (:func:`strong_prose`) -- when unsure,
+    output is kept, never hidden. A heading that is output (an issue titled with the error line) is kept without its
+    '#' marks; a quoted line ("> ...", a reply) is judged by what it quotes, and kept without its '>' marks."""
     if not is_markdown(text) and not is_conversation(text):
         return text
     lines = text.split("\n")
+    content = [_QUOTE_MARK.sub("", x) if x.lstrip().startswith(">") else x for x in lines]
     fenced = [False] * len(lines)
     blocks: list[tuple[int, int]] = []  # (first, last + 1) of each fenced block's content
     opener: tuple[int, str] | None = None
-    for i, line in enumerate(lines):
+    for i, line in enumerate(content):
         m = _FENCE.match(line)
         if m is None:
             fenced[i] = opener is not None
@@ -155,33 +205,60 @@ def log_view(text: str, not_output: Callable[[str], bool] | None = None, prose: 
             opener = None
     if opener is not None:  # an unclosed fence runs to the end (a paste cut short)
         blocks.append((opener[0] + 1, len(lines)))
-    out = list(lines)
+    out = list(content)
+
+    # a Markdown table's rows are the writer's (a table of messages), unless the text is an nvidia-smi table
+    smi = any(x.startswith("+-") and x.rstrip().endswith("-+") for x in content)
+
+    def keep(i: int) -> bool:
+        row = not smi and _TABLE_ROW.match(content[i]) is not None
+        return i in matched and not row and not strong_prose(content[i])
+
     sentences = True  # a Markdown document or a conversation: its sentences are the writer's
-    code_blocks = {a for a, _ in blocks if a > 0 and _CODE_FENCE.match(lines[a - 1])}
-    for i, line in enumerate(lines):
-        if not prose:
-            if _FENCE.match(line):
-                out[i] = ""
+    code_blocks = {a for a, _ in blocks if a > 0 and _CODE_FENCE.match(content[a - 1])}
+    for i, line in enumerate(content):
+        if _FENCE.match(line):
+            out[i] = ""
+            continue
+        if not prose or fenced[i]:
             continue
         title = _HEADING_TEXT.match(line)
-        if title is not None and not fenced[i] and _OUTPUT.search(title.group(1)):
+        if title is not None and _OUTPUT.search(title.group(1)):
             out[i] = title.group(1)  # "# misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr failed ...": the error
-        elif _FENCE.match(line) or (not fenced[i] and line.strip() and _prose(line, sentences)):
+        elif line.strip() and _prose(line, sentences) and not keep(i):
             out[i] = ""
-    for a, b in _paragraphs(lines, fenced) if prose else []:  # a paragraph of prose is blanked whole: wrapped lines
-        if any(_HEADING_TEXT.match(x) for x in lines[a:b]) and b - a == 1:
-            continue
-        para = lines[a:b]
+    for a, b in _paragraphs(content, fenced) if prose else []:  # a paragraph of prose is blanked whole
+        para = content[a:b]
         if any(_OUTPUT.search(_INLINE_CODE.sub("", x)) for x in para):  # (not a message quoted in inline code)
             continue  # a paragraph holding output (a traceback pasted without a fence) keeps it
         wrapped = (sentences and len(para) > 1 and _SENTENCE_START.match(para[0]) is not None
                    and _OUTPUT_START.match(para[0]) is None and para[-1].rstrip().endswith((".", "?", "!", ":")))
         if wrapped or _prose(para[0], sentences) or sum(1 for x in para if _prose(x, sentences)) * 2 >= len(para):
-            out[a:b] = [""] * (b - a)
+            # a paragraph of documentation (three or more lines, mostly running text, with inline code or links) is
+            # blanked whole; in a shorter one, a line a signature reads stays (a message pasted under a sentence)
+            doc = (len(para) >= 3 and any(_INLINE_CODE.search(x) or _LINK.search(x) for x in para)
+                   and sum(1 for x in para if _running(x)) * 2 >= len(para))
+            listed = False  # under a list item: its wrapped lines are indented under it
+            for i in range(a, b):
+                if not content[i][:1].isspace():
+                    listed = _MARK.match(content[i]) is not None
+                wrapped_line = doc and i > a and _continues(content[i - 1], content[i], listed)
+                if (wrapped_line or not keep(i)) and not (_HEADING_TEXT.match(content[i]) and out[i]
+                                                          and not out[i].startswith("#")):
+                    out[i] = ""
     for a, b in blocks:
-        block = "\n".join(lines[a:b])
-        if block.strip() and (a in code_blocks or is_python_source(block)
-                              or (not_output is not None and not_output(block))):
+        block = "\n".join(content[a:b])
+        if not block.strip():
+            continue
+        if not_output is not None and not_output(block):
+            out[a:b] = [""] * (b - a)  # gpudoctor's own report, a code table, source: never read
+        elif a in code_blocks and not any(_OUTPUT.search(x) for x in content[a:b]):
+            # ```yaml / ```python holding settings or code: blanked but for the lines a signature reads that are no
+            # comment or quoted value (a traceback fenced as python, kubectl's YAML "reason: OOMKilled" are output)
+            for i in range(a, b):
+                if i not in matched or _SETTING.match(content[i]):
+                    out[i] = ""
+        elif is_python_source(block):
             out[a:b] = [""] * (b - a)
     return "\n".join(out)
 
@@ -227,11 +304,11 @@ _NESTED = re.compile(rf"^(?:[ \t]+[a-z_][\w.-]*[ \t]*:|[ \t]*{_ITEM}$|\[{{1,2}}[
 
 def is_config(text: str) -> bool:
     """Whether ``text`` is a configuration file (YAML, TOML, INI): four or more lines, nearly all of them comments,
-    lower-case keys with values, list items or sections, some nested, and no line of output. The messages in its
-    values and comments ("retry_on: ['NCCL error: unhandled system error']") are settings, not errors."""
+    lower-case keys with values, list items or sections, some nested, at least one comment, and no line of output.
+    The messages in its values and comments ("retry_on: ['NCCL error: unhandled system error']") are settings."""
     lines = [x for x in text.split("\n") if x.strip()]
     if len(lines) < 4 or any(_OUTPUT.search(x) for x in lines):
         return False
-    if not any(_NESTED.match(x) for x in lines):
-        return False
+    if not any(_NESTED.match(x) for x in lines) or not any(x.lstrip().startswith(("#", ";")) for x in lines):
+        return False  # (a hand-written configuration has comments; kubectl's / docker's YAML output has none)
     return sum(1 for x in lines if _CONFIG_LINE.match(x)) >= 0.85 * len(lines)
