@@ -276,3 +276,12 @@ def test_real_output_among_the_writers_words_is_kept(tmp_path, name, text, sid):
 def test_kubectl_yaml_output_is_not_a_configuration_file():
     assert not is_config("apiVersion: v1\nkind: Pod\nstatus:\n  containerStatuses:\n  - lastState:\n      terminated:\n"
                          "        reason: OOMKilled\n        exitCode: 137\n")
+
+
+@pytest.mark.parametrize("prompt", ["anna@mbp ~ % ", "anna@node-07 ~/logs> ", "node-07:logs anna$ ", "bash-5.1$ ",
+                                    "sh-5.1# ", "➜  logs git:(main) ", "❯ ", "PS C:\\Users\\anna\\logs> ",
+                                    "C:\\Users\\anna\\logs>", "(venv) $ ", "[10:42:01] anna@node-07:~/logs$ "])
+def test_a_command_typed_at_any_common_prompt_is_not_output(tmp_path, prompt):
+    p = tmp_path / "session.txt"
+    p.write_text(f"{prompt}grep -n 'CUDA out of memory' rank0.log\n" + TRACE)
+    assert _ids(_run(p)[1]) == ["SIG013"]

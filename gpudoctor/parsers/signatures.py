@@ -75,8 +75,14 @@ _NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:#(?:\s|$)|File \"|\^+$
 _CODE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*(?:raise\s+[A-Za-z_][\w.]*\s*\(|assert\s|print\(|(?:self\.)?"
                         r"(?:logger|logging|log|LOG)\.(?:error|warning|warn|critical|exception|fatal|info)\(|"
                         r"TORCH_CHECK\(|TORCH_WARN|C10_THROW_ERROR\(|WARN\(\"|(?:\$|>>>|In \[\d+\]:)\s"
-                        # a shell prompt: "user@node:~$ ", "(base) root@a100-07:/workspace# ", "[root@node dir]# "
-                        r"|(?:\([\w.-]+\)\s+)?(?:[\w.-]+@[\w.-]+(?::\S*)?|\[[\w.-]+@[\w.-]+[^\]\n]*\])[$#]\s)")
+                        # a shell prompt: "user@node:~$ ", "(base) root@a100-07:/workspace# ", "[root@node dir]# ",
+                        # zsh "anna@mbp ~ % ", fish "anna@node ~/logs> ", macOS "node-07:logs anna$ ", "bash-5.1$ ",
+                        # oh-my-zsh "➜  logs git:(main) ", starship "❯ ", PowerShell "PS C:\x> ", cmd "C:\x>", a
+                        # time stamp before one, "(venv) $ ", Python / IPython continuation "... " / "...: "
+                        r"|(?:\[\d\d:\d\d(?::\d\d)?\][ \t]*)?(?:\([\w.-]+\)\s+)?"
+                        r"(?:[\w.-]+@[\w.-]+(?::\S*)?[$#%]|\[[\w.-]+@[\w.-]+[^\]\n]*\][$#]|[\w.-]+@[\w.-]+ \S*\s?[%>$#]"
+                        r"|[\w.-]+:\S+ [\w.-]+[$#]|(?:ba|z|k|da)?sh-[\d.]+[$#]|[➜❯λ](?:\s+\S+\s+git:\(\S+\))?"
+                        r"|PS [A-Za-z]:\\[^>:\n]*>|\$|\.\.\.:?)\s|[A-Za-z]:\\[^>:\s]*>)")
 #: a comment line ("# if you see 'NCCL error: ...' set ..."): a note in a config file, a script or a shell session,
 #: skipped unless the text is nccl-tests output, whose own report lines start with "#"
 _COMMENT = re.compile(r"[ \t]*#[ \t]")
