@@ -164,3 +164,13 @@ def test_a_report_saved_beside_its_log_does_not_count_the_log_twice(tmp_path):
     hit = next(f for f in doc["findings"] if f["rule_id"] == "SIG023")
     assert hit["data"]["count"] == 3
     assert sorted(Path(i["path"]).name for i in doc["snapshot"]["inputs"]) == ["report.json", "run.log"]
+
+
+def test_a_copy_of_a_log_in_a_folder_is_read_once(tmp_path):
+    text = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    (tmp_path / "run.log").write_text(text)
+    (tmp_path / "run.log.bak").write_text(text)
+    rc, doc = _check(tmp_path)
+    assert next(f for f in doc["findings"] if f["rule_id"] == "SIG023")["data"]["count"] == 1
+    skipped = [i for i in doc["snapshot"]["inputs"] if i["status"] == "skipped"]
+    assert len(skipped) == 1 and "the same content as" in skipped[0]["reason"]

@@ -195,12 +195,14 @@ NOT_REGULAR = ": not a regular file (a named pipe, socket or device file), not o
 #: a paste with no log in it is read for the messages its prose quotes (what the writer saw) when they name at most
 #: this many signatures; more is a list of messages (notes, an FAQ), not a report of one failure
 MAX_QUOTED = 2
+#: a file in a folder whose bytes another input already had (a copy, log.1 beside log): skipped, named
+SAME_CONTENT = ": the same content as "
 #: a Markdown document whose text is all the writer's words (parsers/prose.py): notes, a wiki page, documentation
 MARKDOWN_NOTES = (": Markdown notes or documentation with no log in them (messages quoted in prose, lists and "
                   "tables are the writer's words, not output): paste the log itself, or put it in a ``` block")
 #: reasons a file found inside a named folder is skipped (with a note) instead of being an input error
 SKIP_REASONS = (": unknown format", ": empty file", ": binary file", ANOTHER_REPORT, NOT_REGULAR,
-                MARKDOWN_NOTES) + tuple(
+                MARKDOWN_NOTES, SAME_CONTENT) + tuple(
     _OWN_OUTPUT_REASONS.values()
 )
 
@@ -343,6 +345,25 @@ def _matched_lines(text: str) -> frozenset[int]:
     return frozenset(t.count("\n", 0, a) for a, _ in spans)
 
 
+def _same_content(path: str, seen: dict[tuple[int, bytes], str]) -> str | None:
+    """The file read before ``path`` with the same bytes (its size and the digest of its first MiB), found in a
+    folder: a rotated copy, a .bak; None when it is new (it is then remembered in ``seen``) or cannot be read."""
+    import hashlib
+
+    try:
+        size = os.path.getsize(path)
+        if not os.path.isfile(path) or size == 0:
+            return None
+        with open(path, "rb") as fh:
+            key = (size, hashlib.sha1(fh.read(1 << 20)).digest())
+    except OSError:
+        return None
+    if key in seen:
+        return seen[key]
+    seen[key] = path
+    return None
+
+
 def _not_output(block: str) -> bool:
     """Whether a fenced block of a Markdown paste is one of gpudoctor's own outputs or another non-input (a code
     table, source code): blanked from the paste (parsers/prose.py)."""
@@ -390,12 +411,16 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     col = Collected()
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
     unread = [InputFile(path=e.split(": ", 1)[0], status="rejected", reason=e.split(": ", 1)[-1]) for e in errors]
+    contents: dict[tuple[int, bytes], str] = {}  # (size, digest of the first MiB) -> the first file with them
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
         err: str | None
+        twin = _same_content(path, contents) if path != "-" and os.path.abspath(path) not in named else None
         if path != "-" and os.path.abspath(path) not in named and os.path.exists(path) and not os.path.isfile(path):
             err = f"{path}{NOT_REGULAR}"  # opening a named pipe in a folder would wait for a writer forever
+        elif twin is not None:
+            err = f"{path}{SAME_CONTENT}{twin} (read once)"  # log.1 next to log, a .bak: not counted twice
         else:
             err = stream.parse_input(path, col, _parse_file, jobs, idle)
         if err:
