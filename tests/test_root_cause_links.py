@@ -178,3 +178,11 @@ def test_a_line_is_attributed_to_the_rank_its_own_prefix_names(tmp_path):
     res = runner.invoke(app, ["check", str(p), "--format", "json"])
     hits = {h["id"]: h for h in json.loads(res.stdout)["snapshot"]["logs"]["signatures"]}
     assert hits["SIG023"]["ranks"] == [] and hits["SIG023"]["gpus"] == ["cuda:4@gpu-a17"]
+
+
+def test_without_any_error_signature_the_first_failure_rule_is_not_assessed(tmp_path):
+    p = tmp_path / "job.log"
+    p.write_text("[rank2]: ValueError: Expected input batch_size (16) to match target batch_size (8).\n")
+    res = runner.invoke(app, ["check", str(p), "--format", "json"])
+    outcome = next(o for o in json.loads(res.stdout)["outcomes"] if o["rule_id"] == "LOG013")
+    assert outcome["status"] == "not_assessed"  # nothing it could be the cause of: never a pass

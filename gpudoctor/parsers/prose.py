@@ -32,9 +32,10 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 _LINK = re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")
 #: a sentence: a capitalised word, four or more words, ending in . ? ! or : -- never a line that starts like output
 #: (an exception name, a traceback header, a path, a bracketed prefix, a timestamp, an all-capitals level)
-_SENTENCE = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}[.?!:][\"”)]?[ \t]*$")
+_START = r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}"
+_SENTENCE = re.compile(_START + r"[.?!:][\"”)]?[ \t]*$")
 #: the first line of a wrapped paragraph: a capitalised word and four more (its sentence ends on a later line)
-_SENTENCE_START = re.compile(r"^[ \t]{0,3}[A-Z][a-z'’]*[,;]?(?: \S+){4,}")
+_SENTENCE_START = re.compile(_START)
 _OUTPUT_START = re.compile(r"^[ \t]*(?:Traceback\b|[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b|\[|/|\d"
                            r"|(?:[a-z_]\w*\.)+[A-Z]\w*:"
                            r"|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL|NOTICE)\b|[A-Z][A-Z0-9_]{2,}:|File \""
@@ -93,13 +94,16 @@ _OPINION = re.compile(r"(?i)\b(?:think|thought|seems?|maybe|probably|perhaps|usu
                       r"(?:if|when|whenever) (?:you|we|it) (?:see|get|hit|run into|face))\b")
 
 
+def _words(line: str, least: int) -> bool:
+    """Whether ``line`` has ``least`` or more words, three in five of them lower-case words of letters (_WORD)."""
+    tokens = line.split()
+    return len(tokens) >= least and sum(1 for w in tokens if _WORD.match(w)) >= 0.6 * len(tokens)
+
+
 def wordy(line: str) -> bool:
     """Whether ``line`` reads as prose: six or more words, three in five of them lower-case words of letters, one
     of them a word of explaining or guessing (_OPINION), and not starting like output."""
-    tokens = line.split()
-    if len(tokens) < 6 or _OUTPUT_START.match(line) or not _OPINION.search(line):
-        return False
-    return sum(1 for w in tokens if _WORD.match(w)) >= 0.6 * len(tokens)
+    return not _OUTPUT_START.match(line) and _OPINION.search(line) is not None and _words(line, 6)
 
 
 def spoken(line: str) -> bool:
@@ -158,8 +162,7 @@ def _continues(before: str, line: str, listed: bool = False) -> bool:
 
 def _running(line: str) -> bool:
     """Whether ``line`` is running text: eight or more words, three in five of them lower-case words of letters."""
-    tokens = line.split()
-    return len(tokens) >= 8 and sum(1 for w in tokens if _WORD.match(w)) >= 0.6 * len(tokens)
+    return _words(line, 8)
 
 
 def strong_prose(line: str) -> bool:
