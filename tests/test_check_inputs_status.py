@@ -61,3 +61,21 @@ def test_a_named_pipe_in_a_folder_is_skipped_not_opened(tmp_path):
     snap, errors = build_snapshot([str(tmp_path)])
     assert snap is not None and any("pipe: not a regular file" in e for e in errors)
     assert {i.status for i in snap.inputs if i.path.endswith("pipe")} == {"skipped"}
+
+
+def test_json_is_a_report_even_when_no_input_is_usable(tmp_path: Path) -> None:
+    """A script reading `check --json` gets a report listing each input with why, not an empty stdout; exit 2."""
+    bad = tmp_path / "core.bin"
+    bad.write_bytes(b"abc\x00\x01\x02" * 10)
+    d = tmp_path / "notes"
+    d.mkdir()
+    (d / "todo.md").write_text("what I ran\n")
+    res = runner.invoke(app, ["check", "--json", str(bad), str(d)])
+    assert res.exit_code == 2
+    doc = json.loads(res.stdout)
+    assert {Path(i["path"]).name: i["status"] for i in doc["snapshot"]["inputs"]} == {
+        "core.bin": "rejected", "todo.md": "skipped"}
+    assert doc["findings"] == [] and doc["summary"]["passed"] == 0  # nothing read: nothing passes (LOG000 included)
+    assert "core.bin" in res.stderr
+    text = runner.invoke(app, ["check", str(bad)])
+    assert text.exit_code == 2 and text.stdout == ""  # the terminal keeps the one-line error on stderr

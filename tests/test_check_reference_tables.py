@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpudoctor.cli.app import app
@@ -174,3 +175,19 @@ def test_a_copy_of_a_log_in_a_folder_is_read_once(tmp_path):
     assert next(f for f in doc["findings"] if f["rule_id"] == "SIG023")["data"]["count"] == 1
     skipped = [i for i in doc["snapshot"]["inputs"] if i["status"] == "skipped"]
     assert len(skipped) == 1 and "the same content as" in skipped[0]["reason"]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_the_gz_beside_its_log_is_read_once(tmp_path, big):
+    """`gzip -k` leaves run.log and run.log.gz: one content, compared decompressed (gzip's size from its trailer)."""
+    import gzip
+
+    filler = "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" * (30000 if big else 1)
+    text = filler + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    (tmp_path / "run.log").write_text(text)
+    (tmp_path / "run.log.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "other.log.gz").write_bytes(gzip.compress((text + "later line\n").encode()))  # not the same
+    rc, doc = _check(tmp_path)
+    assert next(f for f in doc["findings"] if f["rule_id"] == "SIG023")["data"]["count"] == 2
+    skipped = [Path(i["path"]).name for i in doc["snapshot"]["inputs"] if i["status"] == "skipped"]
+    assert skipped == ["run.log.gz"]

@@ -309,6 +309,20 @@ def test_ncl_rules_fire(h200_snap, env, rid, subject):
     assert [(f.rule_id, f.subject) for f in hits] == [(rid, subject)]
 
 
+@pytest.mark.parametrize("nccl,severity,says", [
+    ("2.21.5", "info", "older than 2.22.3"), (None, "info", "not in the inputs"), ("2.27.3", "warning", "no longer")])
+def test_ncl005_a_frameworks_cumem_workaround_is_judged_by_the_nccl_in_use(h200_snap, nccl, severity, says):
+    """vLLM / verl set NCCL_CUMEM_ENABLE=0 for NCCL 2.19-2.22.2 (NVIDIA/nccl#1234): not a leftover until NCCL has the
+    fix; NCCL_CUMEM_ENABLE=1 (forcing cuMem on) stays a plain debugging-variable warning."""
+    h200_snap.torch.nccl_version = nccl
+    h200_snap.env.variables["NCCL_CUMEM_ENABLE"] = "0"
+    f, = evaluate(h200_snap, only=["NCL005"]).findings
+    assert f.severity == severity and says in " ".join(f.evidence) and "NVLS" in " ".join(f.evidence)
+    h200_snap.env.variables["NCCL_CUMEM_ENABLE"] = "1"
+    f, = evaluate(h200_snap, only=["NCL005"]).findings
+    assert f.severity == "warning" and "workaround" not in " ".join(f.evidence)
+
+
 def test_ncl003_suggests_the_closest_name(h200_snap):
     h200_snap.env.variables["NCCL_SOCKET_IFNAM"] = "eth0"
     assert evaluate(h200_snap, only=["NCL003"]).findings[0].data["suggestion"] == "NCCL_SOCKET_IFNAME"

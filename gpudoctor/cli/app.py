@@ -265,6 +265,8 @@ def check(
     if result.report is None:
         for msg in result.skipped:
             sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
+        if out.fmt != "text" and result.unusable is not None:  # a script reading --json still gets a report
+            emit(result.unusable, out, save, verbose, fail_on, input_errors=result.errors or ["no usable input"])
         for msg in result.errors or ["no usable input"]:
             sys.stderr.write(f"gpudoctor: error: {msg}\n")
         raise typer.Exit(EXIT_USAGE)

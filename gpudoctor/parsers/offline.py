@@ -346,22 +346,47 @@ def _matched_lines(text: str) -> frozenset[int]:
 
 
 def _same_content(path: str, seen: dict[tuple[int, bytes], str]) -> str | None:
-    """The file read before ``path`` with the same bytes (its size and the digest of its first MiB), found in a
-    folder: a rotated copy, a .bak; None when it is new (it is then remembered in ``seen``) or cannot be read."""
+    """The file read before ``path`` with the same content, found in a folder: a rotated copy, a .bak, the .gz of a
+    log beside it. Content is keyed by its (decompressed) size and the digest of its first MiB; None when it is new
+    (it is then remembered in ``seen``), cannot be read, or is compressed without a cheap size (xz, zstd over 1 MiB).
+    """
+    key = _content_key(path)
+    if key is None:
+        return None
+    if key in seen:
+        return seen[key]
+    seen[key] = path
+    return None
+
+
+def _content_key(path: str) -> tuple[int, bytes] | None:
+    """(size, SHA-1 of the first MiB) of the file's content, decompressed when it is compressed (gzip's size from its
+    trailer, ISIZE: the size modulo 2**32); None when unknown."""
+    import gzip
     import hashlib
+    import io
+    import lzma
+
+    from gpudoctor.parsers import stream
 
     try:
         size = os.path.getsize(path)
         if not os.path.isfile(path) or size == 0:
             return None
         with open(path, "rb") as fh:
-            key = (size, hashlib.sha1(fh.read(1 << 20)).digest())
-    except OSError:
+            magic = fh.read(2)
+            if size >= 18 and magic == b"\x1f\x8b":
+                fh.seek(-4, os.SEEK_END)
+                size = int.from_bytes(fh.read(4), "little")
+        with stream.open_binary(path) as data:
+            head = data.read(1 << 20)
+            if len(head) < 1 << 20:
+                size = len(head)  # all of it: the size is known whatever the compression
+            elif not isinstance(data, (io.BufferedReader, gzip.GzipFile)):
+                return None
+    except (OSError, EOFError, ValueError, InputError, lzma.LZMAError):
         return None
-    if key in seen:
-        return seen[key]
-    seen[key] = path
-    return None
+    return (size, hashlib.sha1(head).digest())
 
 
 def _not_output(block: str) -> bool:
@@ -395,6 +420,24 @@ def _skippable(err: str) -> bool:
     return any(r in err for r in SKIP_REASONS) or err.endswith("empty")
 
 
+def unread_inputs(errors: list[str]) -> list[InputFile]:
+    """The inputs named by ``errors`` (one-line ``path: reason`` messages, :data:`SKIPPED` first for a file skipped
+    in a folder) as report entries: status "skipped" or "rejected" with the reason."""
+    out = []
+    for err in errors:
+        status = "skipped" if err.startswith(SKIPPED) else "rejected"
+        path, _, reason = err[len(SKIPPED):].partition(": ") if status == "skipped" else err.partition(": ")
+        out.append(InputFile(path=path, status=status, reason=reason or None))
+    return out
+
+
+def empty_snapshot(errors: list[str]) -> Snapshot:
+    """The snapshot of a check none of whose inputs could be used: only the inputs, each with why (so `check --json`
+    still prints a report a script can read, with exit code 2)."""
+    return Snapshot(gpudoctor_version=__version__, inputs=unread_inputs(errors),
+                    created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+
 def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: list[str] | None = None,
                    idle: Callable[[], None] | None = None) -> tuple[Snapshot | None, list[str]]:
     """Read, recognise and parse ``paths`` (files or folders) into one Snapshot.
@@ -410,7 +453,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
     col = Collected()
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
-    unread = [InputFile(path=e.split(": ", 1)[0], status="rejected", reason=e.split(": ", 1)[-1]) for e in errors]
+    unread = unread_inputs(errors)
     contents: dict[tuple[int, bytes], str] = {}  # (size, digest of the first MiB) -> the first file with them
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)

@@ -15,6 +15,7 @@ class CheckResult:
     skipped: list[str] = field(default_factory=list)  #: files in a folder that were not recognised
     interrupted: str | None = None  #: Ctrl-C stopped the reading: where; the report covers what was read before
     hints: list[str] = field(default_factory=list)  #: one-line advice about the run itself (not findings)
+    unusable: Report | None = None  #: when report is None: a report of the inputs alone, each with why (--json)
 
 
 def _preload() -> None:
@@ -30,16 +31,17 @@ def run_check(paths: list[str], jobs: int | None = None) -> CheckResult:
     """Recognise each path by content, build one snapshot, evaluate every rule.
 
     ``jobs``: worker processes for large inputs (None: one per usable CPU; 1: none)."""
-    from gpudoctor.parsers.offline import SKIPPED, build_snapshot
+    from gpudoctor.parsers.offline import SKIPPED, build_snapshot, empty_snapshot
 
     stopped: list[str] = []
     snap, errors = build_snapshot(paths, jobs, stopped, idle=_preload)
     from gpudoctor.rules import evaluate
 
     skipped = [e[len(SKIPPED):] for e in errors if e.startswith(SKIPPED)]
+    unusable = evaluate(empty_snapshot(errors)) if snap is None else None
     errors = [e for e in errors if not e.startswith(SKIPPED)]
     return CheckResult(evaluate(snap) if snap is not None else None, errors, skipped, stopped[0] if stopped else None,
-                       _hints(snap))
+                       _hints(snap), unusable)
 
 
 def _hints(snap) -> list[str]:

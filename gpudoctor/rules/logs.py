@@ -436,6 +436,8 @@ def inputs(ctx):
     """Reports the inputs of `gpudoctor check` that were recognised but could not be turned into facts."""
     if not ctx.snap.inputs:
         raise NotApplicable("no saved inputs (live scan)")
+    if not any(i.status == "read" for i in ctx.snap.inputs):
+        raise NotAssessed("no input could be read")
     notes = [f"{i.path}: {i.note}" for i in ctx.snap.inputs if i.note and i.status == "read"]
     unavailable = [n for n in notes if "not available" in n]
     if unavailable and len(unavailable) == len(notes):

@@ -93,14 +93,39 @@ def torch_renamed(ctx):
 
 @rule("NCL005")
 def debug_vars(ctx):
-    """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides)."""
+    """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides). A framework's known
+    workaround (rules/nccl_env.toml [workarounds]: NCCL_CUMEM_ENABLE=0 for NCCL 2.19-2.22.2) is information while the
+    NCCL in use (collect_env / the report's torch facts) still needs it or is unknown, a warning once it is fixed."""
+    workarounds = _nccl().get("workarounds", {})
     for name, value, what in _listed(ctx, "debug_only"):
         if not (name.endswith("_DISABLE") and value.strip() in ("0", "")):
             ev = [f"{name}={value}: {what}"]
             if name in PATH_LEVEL_VARS and not valid_path_level(value):
                 ev.append(f"'{value}' is not a level NCCL reads ({', '.join(PATH_LEVELS)}, or a number): NCCL "
                           "ignores the variable without a warning")
+            known = workarounds.get(name)
+            if known and value.strip() == known["value"]:
+                yield _workaround(ctx, name, value, known, ev)
+                continue
             yield ctx.finding(ev, subject=name, remedy=f"unset {name}")
+
+
+def _workaround(ctx, name: str, value: str, known: dict, ev: list[str]):
+    """NCL005's finding for a framework's workaround of an NCCL bug fixed in ``known["fixed_in"]``."""
+    t = ctx.snap.torch
+    nccl = vtuple(t.nccl_version) if t is not None and t.nccl_version else None
+    fixed = known["fixed_in"]
+    ev += [f"a known workaround: {known['why']}", f"its cost: {known['cost']}"]
+    sources = [known["source"], *ctx.spec.sources]
+    if nccl is not None and nccl >= vtuple(fixed):
+        ev.append(f"NCCL {t.nccl_version} is {fixed} or newer: the workaround is no longer needed")
+        return ctx.finding(ev, subject=name, remedy=f"unset {name} (NCCL {t.nccl_version} has the fix)",
+                           sources=sources)
+    have = f"NCCL {t.nccl_version} is older than {fixed}" if nccl else "the NCCL version is not in the inputs"
+    ev.append(f"{have}: keep it only where the framework needs it")
+    return ctx.finding(ev, subject=name, severity="info", sources=sources,
+                       remedy=f"keep {name}={value} with NCCL older than {fixed}; upgrade NCCL (a newer torch wheel "
+                              f"or nvidia-nccl-cu12 >= {fixed}) and unset it")
 
 
 #: NCCL's path types in order (src/graph/topo.cc topoPathTypeStr, v2.28; older releases have a subset) up to SYS:
