@@ -186,3 +186,42 @@ def test_without_any_error_signature_the_first_failure_rule_is_not_assessed(tmp_
     res = runner.invoke(app, ["check", str(p), "--format", "json"])
     outcome = next(o for o in json.loads(res.stdout)["outcomes"] if o["rule_id"] == "LOG013")
     assert outcome["status"] == "not_assessed"  # nothing it could be the cause of: never a pass
+
+
+# the MMU fault (Xid 31) and graphics exception (Xid 13) the kernel logged for the process whose kernel faulted: the
+# kernel's record of the application's error, one fault (nvrm's "MMU Fault: ENGINE %s ... Fault is of type %s")
+_MMU = "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3a_12340000. Fault is of " \
+       "type FAULT_PDE ACCESS_TYPE_VIRT_READ"
+_SM = "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address"
+
+
+@pytest.mark.parametrize("err,sid", [("an illegal memory access was encountered", "SIG023"),
+                                     ("unspecified launch failure", "SIG058")])
+def test_the_kernels_record_of_an_application_fault_is_listed_with_it(tmp_path, err, sid):
+    (tmp_path / "dmesg.txt").write_text(_dmesg(31, _MMU) + _dmesg(13, _SM) + _dmesg(43, "Ch 00000008"))
+    (tmp_path / "train.log").write_text(_APP.format(err=err))
+    found = _check(tmp_path / "dmesg.txt", tmp_path / "train.log")
+    assert [f["rule_id"] for f in found if f["rule_id"] in ("LOG001", sid)] == [sid]  # one fault, one finding
+    ev = " ".join(next(f for f in found if f["rule_id"] == sid)["evidence"])
+    assert "the kernel's record of this fault: Xid 13" in ev and "Xid 31" in ev
+
+
+def test_an_application_xid_alone_or_hitting_many_processes_stays_its_own_finding(tmp_path):
+    (tmp_path / "dmesg.txt").write_text(_dmesg(31, _MMU))
+    assert [f["rule_id"] for f in _check(tmp_path / "dmesg.txt")] == ["LOG001"]  # no CUDA error to attach it to
+    many = "".join(_dmesg(31, _MMU).replace("pid=4242", f"pid={p}") for p in (11, 12, 13))
+    (tmp_path / "dmesg.txt").write_text(many)
+    (tmp_path / "train.log").write_text(_APP.format(err="an illegal memory access was encountered"))
+    found = _check(tmp_path / "dmesg.txt", tmp_path / "train.log")
+    xid = next(f for f in found if f["rule_id"] == "LOG001")  # three programs, one GPU: the GPU is suspect
+    assert "3 different processes" in " ".join(xid["evidence"])
+    assert "kernel's record" not in " ".join(e for f in found for e in f["evidence"])
+
+
+def test_a_hardware_xid_still_takes_the_application_error_as_its_follow_on(tmp_path):
+    (tmp_path / "dmesg.txt").write_text(_dmesg(79, "GPU has fallen off the bus.") + _dmesg(13, _SM))
+    (tmp_path / "train.log").write_text(_APP.format(err="an illegal memory access was encountered"))
+    found = _check(tmp_path / "dmesg.txt", tmp_path / "train.log")
+    assert found[0]["rule_id"] == "LOG001" and found[0]["data"]["xid"] == 79
+    assert "SIG023" not in [f["rule_id"] for f in found]
+    assert any(f["rule_id"] == "LOG001" and f["data"]["xid"] == 13 for f in found)  # not folded into a hidden hit

@@ -95,6 +95,8 @@ def test_any_broken_override_file_is_an_error_not_a_silent_skip(tmp_path, name):
     (lambda t: t.replace("'error'", "'fatal'"), "severity 'fatal' is not one of error, warning, info"),
     (lambda t: t + "\n[[quiet]]\nregex = '(unclosed'\n", "[[quiet]] 1: regex does not compile"),
     (lambda t: t + t, "id used twice"),
+    (lambda t: t.replace("severity = 'error'", "kernel_xids = ['31']\nseverity = 'error'"),
+     "kernel_xids must be a list of Xid numbers"),
 ])
 def test_a_broken_entry_of_a_sites_catalogue_is_a_one_line_error(tmp_path, edit, says):
     r = _override(tmp_path, edit(_ENTRY))

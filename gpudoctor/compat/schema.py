@@ -15,7 +15,7 @@ SEVERITIES = ("error", "warning", "info")
 #: keys of a [[signature]] entry: required, then optional
 SIGNATURE_REQUIRED = ("id", "title", "regex", "severity", "cause", "remedy")
 SIGNATURE_OPTIONAL = ("family", "sources", "origin", "example", "negative", "conclusion", "explains", "follows",
-                      "cases", "wraps", "fallback", "escalates", "encloses", "keeps")
+                      "cases", "wraps", "fallback", "escalates", "encloses", "keeps", "kernel_xids")
 #: keys of a [[signature.cases]] row
 CASE_KEYS = ("group", "match", "when", "unless", "env", "hit", "min_gpus", "title", "cause", "remedy", "severity")
 QUIET_KEYS = ("regex", "reason")
@@ -84,6 +84,9 @@ def signature_problems(doc: dict[str, Any], known: set[str] | None = None) -> li
                 bad_refs = [r for r in refs if r not in known and r not in RULE_IDS]
                 if bad_refs:
                     out.append(f"{where}: {key} names no signature: {', '.join(map(str, bad_refs))}")
+        xids = e.get("kernel_xids", [])
+        if not isinstance(xids, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in xids):
+            out.append(f"{where}: kernel_xids must be a list of Xid numbers")
         for key in ("regex", "explains"):
             problem = _regex_error(e[key]) if key in e else None
             if problem:

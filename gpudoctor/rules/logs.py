@@ -395,6 +395,8 @@ def _register_signature(entry: dict) -> None:
                         ev.append(f"follow-on ({f.id}, {f.count}x): the same line, read by a more general signature")
                         continue
                     ev.append(f"follow-on ({f.id}, {f.count}x, caused by this): {f.lines[0] if f.lines else ''}")
+                xids = kernel_record_lines(logs, sid) if entry.get("kernel_xids") and logs.xids else []
+                ev += xids
                 # `escalates`: a cause whose follow-on is an error is an error itself (a Fabric Manager warning that
                 # left CUDA failing with 802 stopped the job); other causes keep theirs (a harmless race at exit)
                 sev = max([(case or {}).get("severity", entry["severity"])]
@@ -455,14 +457,17 @@ def xids(ctx):
             raise NotAssessed("no kernel log (dmesg) among the inputs")
         return
     table = data.load("xid").get("xid", {})
-    groups: dict[tuple[int, str], list] = {}
-    keys = gpu_keys(logs)
-    for i, x in enumerate(logs.xids):
-        groups.setdefault((x.xid, keys[i]), []).append(x)
+    groups = xid_groups(logs)
     causes = {bus for (code, bus) in groups if code not in FOLLOW_ON_XIDS}
     hardware = hardware_xids(logs)
     placed = _place_follow_ons(follow_ons_of(logs, XID_CAUSE), hardware) if hardware else {}
+    recorded = kernel_records(logs)
+    if recorded and all(k in recorded or k[0] in FOLLOW_ON_XIDS for k in groups):
+        owners = ", ".join(sorted(set(recorded.values())))
+        raise NotApplicable(f"the kernel's Xids record the application fault {owners} reports (listed there)")
     for (code, bus), events in sorted(groups.items()):
+        if (code, bus) in recorded:
+            continue  # the kernel's record of an application fault a signature reports: listed in its finding
         entry = table.get(str(code))
         if code in FOLLOW_ON_XIDS and bus in causes:
             continue  # cleanup after the other Xid(s) of this GPU: reported with them
@@ -507,6 +512,52 @@ def xids(ctx):
                           data={"xid": code, "pci_bus_id": bus.split(" on ")[0], "host": host, "count": len(events),
                                 "blame": blame,
                                 "follow_on": follow, "follow_on_signatures": [h.id for h in errors]})
+
+
+def xid_groups(logs) -> dict[tuple[int, str], list]:
+    """(Xid, GPU key of :func:`gpu_keys`) -> that GPU's XidEvents of that Xid, in log order."""
+    groups: dict[tuple[int, str], list] = {}
+    keys = gpu_keys(logs)
+    for i, x in enumerate(logs.xids):
+        groups.setdefault((x.xid, keys[i]), []).append(x)
+    return groups
+
+
+def kernel_records(logs) -> dict[tuple[int, str], str]:
+    """(Xid, GPU key) -> the id of the signature whose fault that Xid group records: an application-blamed Xid
+    (rules/xid.toml) listed in the ``kernel_xids`` of a signature that matched and is reported on its own (the CUDA
+    error a process printed for the MMU fault, Xid 31, and graphics exception, Xid 13, the kernel logged for it). A
+    group hit by three or more processes is not folded: a fault that follows one GPU points at the GPU."""
+    table = data.load("xid").get("xid", {})
+    hit_ids = _hit_ids(logs)
+    owners = [(h.id, _BY_ID[h.id]["kernel_xids"]) for h in logs.signatures
+              if _BY_ID.get(h.id, {}).get("kernel_xids") and not _suppressed(_BY_ID[h.id], hit_ids, logs.signatures)[0]]
+    out: dict[tuple[int, str], str] = {}
+    if not owners:
+        return out
+    for (code, bus), events in xid_groups(logs).items():
+        if (table.get(str(code)) or {}).get("blame") != "application":
+            continue
+        if len({m.group(1) for x in events for m in [_PID.search(x.line)] if m}) >= 3:
+            continue
+        owner = next((sid for sid, codes in owners if code in codes), None)
+        if owner is not None:
+            out[(code, bus)] = owner
+    return out
+
+
+def kernel_record_lines(logs, sid: str) -> list[str]:
+    """Evidence for signature ``sid``: the Xid groups :func:`kernel_records` gives it, one line each."""
+    table = data.load("xid").get("xid", {})
+    groups = xid_groups(logs)
+    out = []
+    for (code, bus), owner in sorted(kernel_records(logs).items()):
+        if owner == sid:
+            entry = table.get(str(code)) or {}
+            events = groups[(code, bus)]
+            out.append(f"the kernel's record of this fault: Xid {code} ({entry.get('meaning', '')}) x{len(events)} on "
+                       f"GPU {bus}: {events[0].line}")
+    return out
 
 
 def follow_ons_of(logs, rule_id: str) -> list:
