@@ -16,6 +16,7 @@ from gpudoctor.rules.logs import RULE_CAUSES
 FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi", "checkpoint"}
 ENTRIES = catalogue()
 IDS = {e["id"] for e in ENTRIES}
+FACT_RULES = set(data.load("rule_meta"))  # the fact rules a signature may restate
 WITH_EXAMPLE = [e for e in ENTRIES if "example" in e]
 
 
@@ -26,8 +27,8 @@ def _rx(e: dict) -> re.Pattern[str]:
 def test_every_entry_has_family_and_valid_links():
     for e in ENTRIES:
         assert e.get("family") in FAMILIES, e["id"]
-        for f in e.get("follows", []):  # LOG001 / LOG012: fact rules (rules/logs.py RULE_CAUSES)
-            assert (f in IDS or f in RULE_CAUSES) and f != e["id"], (e["id"], f)
+        for f in e.get("follows", []):  # fact rules: RULE_CAUSES (rules/logs.py) or a restated fact (rules/restated.py)
+            assert (f in IDS or f in RULE_CAUSES or f in FACT_RULES) and f != e["id"], (e["id"], f)
         if "example" in e:
             assert e.get("origin") and e.get("negative"), e["id"]
 

@@ -216,3 +216,56 @@ def test_socket_ifname_that_matches_nothing(tmp_path):
                                    "t3:1958:1958 [3] NCCL INFO Bootstrap: Using\n")
     f = next(x for x in found if x["rule_id"] == "NCL011")
     assert f["severity"] == "error" and "matches no interface" in f["title"]
+
+
+# NCCL_SOCKET_IFNAME unset: socket.cc ncclFindInterfaces takes every interface but docker*, lo and virbr* (after ib*)
+_AUTO = ("n1:2841:2841 [0] NCCL INFO Bootstrap : Using bond0:192.168.1.161<0>\n"
+         "n1:2841:2900 [0] NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0>{more}\n"
+         "n1:2841:2900 [0] NCCL INFO Using network Socket\n")
+_BRIDGES = " [1]br-05ab815fa14e:172.19.0.1<0> [2]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>"
+
+
+def test_container_bridges_nccl_picked_by_itself(tmp_path):
+    outcomes, found = _nccl_log(tmp_path, _AUTO.format(more=_BRIDGES))
+    f = next(x for x in found if x["rule_id"] == "NCL012")
+    assert f["severity"] == "warning" and f["data"]["virtual"] == ["br-05ab815fa14e", "veth6163fba"]
+    assert "NCCL_SOCKET_IFNAME==bond0" in f["remedy"] and "^br-,docker,lo,veth" in f["remedy"]
+    refused = "n1:2841:2910 [0] include/socket.h:409 NCCL WARN Net : Connect to 172.19.0.1<49153> failed : " \
+              "Connection refused\n"
+    _, found = _nccl_log(tmp_path, _AUTO.format(more=_BRIDGES) + refused)
+    f = next(x for x in found if x["rule_id"] == "NCL012")
+    assert f["severity"] == "error" and f["data"]["failures"] == ["SIG031"] and found[0]["rule_id"] == "NCL012"
+
+
+@pytest.mark.parametrize("log", [
+    _AUTO.format(more=" [1]eth1:10.0.0.7<0>"),  # two real NICs
+    "n1:2841:2841 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker\n" + _AUTO.format(more=_BRIDGES),
+])
+def test_no_container_bridge_or_the_users_choice_is_quiet(tmp_path, log):
+    outcomes, found = _nccl_log(tmp_path, log)
+    assert "NCL012" not in [f["rule_id"] for f in found]
+    assert outcomes["NCL012"]["status"] in ("pass", "not_applicable")
+
+
+@pytest.mark.parametrize("name,value,read,fix", [
+    ("NCCL_BUFFSIZE", "8M", 8, "NCCL_BUFFSIZE=8388608"),      # strtoll stops at the suffix
+    ("NCCL_IB_DISABLE", "true", 0, "NCCL_IB_DISABLE=1"),      # no digit: 0, IB stays enabled
+    ("NCCL_IB_GID_INDEX", "08", 0, "NCCL_IB_GID_INDEX=8"),    # base 0: a leading 0 is octal, '8' ends it
+    ("NCCL_NTHREADS", "2.5e2", 2, "NCCL_NTHREADS=250"),
+])
+def test_an_integer_nccl_variable_nccl_reads_as_another_number(h200_snap, name, value, read, fix):
+    from gpudoctor.rules import evaluate
+
+    h200_snap.env.variables[name] = value
+    f, = evaluate(h200_snap, only=["NCL013"]).findings
+    assert f.data["read"] == read and fix in f.remedy and f.subject == name
+
+
+@pytest.mark.parametrize("name,value", [("NCCL_BUFFSIZE", "4194304"), ("NCCL_IB_TIMEOUT", "0x16"),
+                                        ("NCCL_IB_GID_INDEX", "03"), ("NCCL_CUMEM_ENABLE", "-2"),
+                                        ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_HCA", "mlx5_0:1")])
+def test_plain_integers_and_string_variables_are_quiet(h200_snap, name, value):
+    from gpudoctor.rules import evaluate
+
+    h200_snap.env.variables[name] = value
+    assert evaluate(h200_snap, only=["NCL013"]).findings == []

@@ -17,10 +17,10 @@ runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__cod
     ("No devices were found\n", "no GPU visible", "--gpus all"),
     ("$ nvidia-smi\nNo devices were found\n", "no GPU visible", "--gpus all"),
     ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
-     "driver is installed and running.\n\n", "No usable NVIDIA driver", "Install the NVIDIA"),
+     "driver is installed and running.\n\n", "cannot talk to the NVIDIA driver", "driver for the running kernel"),
     ("Failed to initialize NVML: Driver/library version mismatch\n", "No usable NVIDIA driver", "reboot"),
     ("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA Display "
-     "Driver is properly installed and present in your system.\n", "No usable NVIDIA driver", "Install the NVIDIA"),
+     "Driver is properly installed and present in your system.\n", "library cannot be found", "install the driver"),
 ])
 def test_whole_output_messages_are_diagnosed(tmp_path: Path, text: str, title: str, fix: str) -> None:
     f = tmp_path / "smi.txt"
@@ -30,5 +30,7 @@ def test_whole_output_messages_are_diagnosed(tmp_path: Path, text: str, title: s
     rep = json.loads(res.stdout)
     drv = [x for x in rep["findings"] if x["rule_id"] == "DRV001"]
     assert drv and title in drv[0]["title"] and fix in drv[0]["remedy"]
+    # one fact, one finding: the nvidia-smi signature that read the same line is listed in DRV001 (rules/restated.py)
+    assert [x["rule_id"] for x in rep["findings"]] == ["DRV001"]
     assert not any("kernel module loaded" in e for e in drv[0]["evidence"])  # the input does not say
     assert rep["snapshot"]["inputs"][0]["kinds"][0] == "nvidia-smi"

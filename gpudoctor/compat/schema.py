@@ -37,7 +37,8 @@ def _unknown(keys: Any, known: tuple[str, ...]) -> list[str]:
     return sorted(k for k in keys if k not in known)
 
 
-#: ids a signature may follow besides other signatures: fact rules (rules/logs.py RULE_CAUSES)
+#: ids a signature may follow besides other signatures and the fact rules it restates (rules/rule_meta.toml): the
+#: fact rules that conclude from logs (rules/logs.py RULE_CAUSES)
 RULE_IDS = ("LOG001", "LOG012", "LOG013")
 
 
@@ -116,7 +117,10 @@ def signature_problems(doc: dict[str, Any], known: set[str] | None = None) -> li
 
 
 def _signatures(view: dict[str, Any], merged: dict[str, Any]) -> list[str]:
+    from gpudoctor.compat import data  # the fact rules a signature may restate (rules/restated.py)
+
     known = {e.get("id") for e in merged.get("signature", []) if isinstance(e, dict)}
+    known |= set(data.load("rule_meta"))
     return signature_problems(view, {k for k in known if isinstance(k, str)})
 
 

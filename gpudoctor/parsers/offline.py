@@ -425,9 +425,9 @@ def unread_inputs(errors: list[str]) -> list[InputFile]:
     in a folder) as report entries: status "skipped" or "rejected" with the reason."""
     out = []
     for err in errors:
-        status = "skipped" if err.startswith(SKIPPED) else "rejected"
-        path, _, reason = err[len(SKIPPED):].partition(": ") if status == "skipped" else err.partition(": ")
-        out.append(InputFile(path=path, status=status, reason=reason or None))
+        skipped = err.startswith(SKIPPED)
+        path, _, reason = err[len(SKIPPED):].partition(": ") if skipped else err.partition(": ")
+        out.append(InputFile(path=path, status="skipped" if skipped else "rejected", reason=reason or None))
     return out
 
 

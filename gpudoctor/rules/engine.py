@@ -18,6 +18,7 @@ from gpudoctor.facts.known import state_of
 from gpudoctor.facts.model import Snapshot
 from gpudoctor.rules.families import AREAS, BY_PREFIX  # noqa: F401 (AREAS re-exported: the report's section order)
 from gpudoctor.rules.order import cause_first
+from gpudoctor.rules.restated import fold_restated
 
 
 class NotAssessed(Exception):
@@ -43,6 +44,7 @@ class RuleSpec:
     ok: str
     func: Callable[[Ctx], Iterable[Finding] | None] = field(compare=False, repr=False)
     scope: str = "node"  # "node": run by evaluate() on one snapshot; "cluster": by gpudoctor.cluster over many
+    follows: tuple[str, ...] = ()  # fact rules whose finding this one restates (rules/restated.py)
 
 
     @property
@@ -56,7 +58,7 @@ Status = Literal["pass", "fail", "not_assessed", "not_applicable"]  # RuleOutcom
 
 
 def define(id: str, area: str, severity: Severity, title: str, why: str, fix: str, sources: Iterable[str],
-           ok: str | None = None, scope: str = "node"):
+           ok: str | None = None, scope: str = "node", follows: Iterable[str] = ()):
     """Register a rule whose metadata comes from elsewhere (the SIG rules: rules/signatures.toml). Its docstring
     is the 'what it does' paragraph; ``title`` names the problem, ``ok`` the healthy state shown when it passes.
 
@@ -70,7 +72,8 @@ def define(id: str, area: str, severity: Severity, title: str, why: str, fix: st
             raise ValueError(f"duplicate rule id {id}")
         REGISTRY[id] = RuleSpec(id=id, area=area, severity=severity, title=title,
                                 what=" ".join((func.__doc__ or "").split()), why=why, fix=fix,
-                                sources=tuple(sources), ok=ok or title, func=func, scope=scope)
+                                sources=tuple(sources), ok=ok or title, func=func, scope=scope,
+                                follows=tuple(follows))
         return func
 
     return deco
@@ -241,6 +244,8 @@ def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
         got, out = run(spec, Ctx(snap, spec))
         findings.extend(got)
         outcomes.append(out)
+    findings = fold_restated(findings, {i: s.follows for i, s in REGISTRY.items() if s.follows},
+                             {i: (s.title, s.fix) for i, s in REGISTRY.items() if not i.startswith("SIG")})
     findings = cause_first(findings, [i.path for i in snap.inputs])
     return Report(snapshot=snap, findings=findings, outcomes=outcomes, summary=summarize(snap, findings, outcomes))
 

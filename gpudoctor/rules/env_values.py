@@ -1,7 +1,8 @@
 """NCCL & environment rules on the *values* of variables that fail only at run time: NCL008
 (PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF that torch rejects at its first allocation) and NCL009 (NCCL_NET /
 NCCL_IB_HCA naming a network or HCA this host lacks), NCL010 (launcher variables), NCL011 (NCCL_SOCKET_IFNAME against
-the interfaces NCCL selected). Tables: rules/alloc_conf.toml."""
+the interfaces NCCL selected), NCL012 (container bridges NCCL selected by itself), NCL013 (integer variables NCCL
+reads as another number). Tables: rules/alloc_conf.toml, rules/nccl_env.toml, rules/nccl_env_names.toml."""
 from __future__ import annotations
 
 from gpudoctor.compat import data
@@ -281,3 +282,130 @@ def socket_ifname_matches(ctx):
                           remedy=f"Ask for the interface exactly: NCCL_SOCKET_IFNAME=={prefixes[0]} (two '='), or "
                           f"exclude the others (NCCL_SOCKET_IFNAME=^{extra[0]}).",
                           data={"value": value, "interfaces": nccl.socket_interfaces, "extra": extra})
+
+
+@rule("NCL012")
+def virtual_socket_interfaces(ctx):
+    """The interfaces NCCL picked by itself (NCCL_SOCKET_IFNAME unset: 'Bootstrap : Using' / 'NET/Socket : Using')
+    that are container bridges or virtual links (rules/nccl_env.toml virtual_interfaces: br-*, veth*, cni*, ...).
+    NCCL's automatic choice (src/misc/socket.cc ncclFindInterfaces, every release since 2.4) prefers ib*, then takes
+    every interface except docker*, lo and virbr*: Docker's user-defined networks (br-<id>), veth pairs and CNI bridges
+    are taken beside the real NIC, and an address on them does not route to the other nodes."""
+    if not ctx.snap.inputs:
+        raise NotApplicable("a live scan reads no NCCL log: pass one to `gpudoctor check`")
+    logs = ctx.snap.logs
+    nccl = logs.nccl if logs is not None else None
+    if nccl is None or not nccl.socket_interfaces:
+        raise NotAssessed("no 'Bootstrap : Using' / 'NET/Socket : Using' line of an NCCL_DEBUG=INFO log in the inputs")
+    env = ctx.snap.env.variables if ctx.snap.env is not None else {}
+    value = (env.get("NCCL_SOCKET_IFNAME") or nccl.env_set.get("NCCL_SOCKET_IFNAME") or "").strip()
+    if len(value) > 1:  # NCCL reads a value of two characters or more (socket.cc): the user chose
+        raise NotApplicable(f"NCCL_SOCKET_IFNAME={value}: the interfaces were chosen by the user (NCL011)")
+    prefixes = tuple(data.load("nccl_env").get("virtual_interfaces", ()))
+    virtual = [i for i in nccl.socket_interfaces if i.startswith(prefixes)]
+    if not virtual:
+        return
+    real = [i for i in nccl.socket_interfaces if i not in virtual]
+    failed = sorted({h.id for h in logs.signatures if h.id in SOCKET_FAILURES})
+    shown = ", ".join(virtual[:4]) + (f" and {len(virtual) - 4} more" if len(virtual) > 4 else "")
+    ev = [f"NCCL selected {len(nccl.socket_interfaces)} interface(s) by itself: {', '.join(nccl.socket_interfaces[:6])}"
+          + (" ..." if len(nccl.socket_interfaces) > 6 else ""),
+          f"{shown}: container bridge / virtual interface(s), whose addresses other nodes cannot reach"]
+    if failed:
+        ev.append(f"socket connections failed in the same log ({', '.join(failed)}): over one of these, likeliest")
+    exclude = sorted({_prefix(i, prefixes) for i in virtual} | {"docker", "lo"})
+    remedy = (f"Name the real interface: NCCL_SOCKET_IFNAME=={real[0]} (two '=': exactly that one)" if real else
+              "Set NCCL_SOCKET_IFNAME to the interface that routes between the nodes (`ip -br addr`, `ip route get "
+              "<other node's IP>`)")
+    remedy += f", or exclude the virtual ones: NCCL_SOCKET_IFNAME=^{','.join(exclude)}; set it on every node."
+    yield ctx.finding(ev, severity="error" if failed else "warning", subject="NCCL_SOCKET_IFNAME", remedy=remedy,
+                      data={"interfaces": nccl.socket_interfaces, "virtual": virtual, "failures": failed})
+
+
+def _prefix(name: str, prefixes: tuple[str, ...]) -> str:
+    """The entry of ``prefixes`` ``name`` starts with (the longest)."""
+    return max((p for p in prefixes if name.startswith(p)), key=len)
+
+
+@rule("NCL013")
+def integer_values(ctx):
+    """NCCL_* variables NCCL reads as an int64 (NCCL_PARAM; rules/nccl_env_names.toml ``integer``, generated from the
+    sources) whose value is not an integer: ncclLoadParam (src/misc/param.cc) calls strtoll(value, NULL, 0) and keeps
+    what it read up to the first other character, without a warning: NCCL_BUFFSIZE=8M is 8 bytes, NCCL_IB_DISABLE=true
+    is 0 (IB enabled), NCCL_IB_GID_INDEX=08 is 0 (a leading 0 is octal)."""
+    env = ctx.env()
+    integers = set(data.load("nccl_env_names").get("integer", ()))
+    for name in sorted(n for n in env if n in integers):
+        value = env[name]
+        read = misread(value)
+        if read is None:
+            continue
+        octal = " (a leading 0 is octal)" if _octal(value) else ""
+        yield ctx.finding([f"{name}={value}: NCCL parses it with strtoll(value, NULL, 0) and reads {read}{octal}"],
+                          subject=name, title=f"{name}={value} is read by NCCL as {read}",
+                          remedy=f"Give {name} a plain integer in the unit NCCL documents for it (bytes, a count, "
+                                 f"0 / 1 for a switch), without suffixes or words: {_suggest(name, value)}",
+                          data={"value": value, "read": read})
+
+
+def misread(value: str) -> int | None:
+    """The number NCCL uses for ``value`` when that is not the number written (a suffix, a word, an exponent, a
+    decimal with a leading 0), else None (a plain integer, 0x hexadecimal, or empty: NCCL then keeps its default)."""
+    if not value.strip():
+        return None
+    read, rest = strtoll(value)
+    if read is None or rest:
+        return read or 0
+    v = value.strip().lstrip("+-")
+    if _octal(value) and v.lstrip("0") != str(abs(read)):
+        return read
+    return None
+
+
+def strtoll(text: str) -> tuple[int | None, str]:
+    """C's strtoll(text, &end, 0) as NCCL uses it: (the value read, or None when no digit was read; the text left
+    after it, stripped). Base 0: '0x' / '0X' hexadecimal, a leading '0' octal, otherwise decimal."""
+    t = text.lstrip()
+    sign = -1 if t[:1] == "-" else 1
+    t = t[1:] if t[:1] in "+-" else t
+    if t[:2].lower() == "0x" and t[2:3] and t[2:3] in "0123456789abcdefABCDEF":
+        base, t = 16, t[2:]
+    elif t[:1] == "0":
+        base = 8
+    else:
+        base = 10
+    digits = "0123456789abcdef"[:base]
+    n = 0
+    while n < len(t) and t[n].lower() in digits:
+        n += 1
+    if n == 0:
+        return None, text.strip()
+    return sign * int(t[:n], base), t[n:].strip()
+
+
+def _octal(value: str) -> bool:
+    v = value.strip().lstrip("+-")
+    return len(v) > 1 and v[0] == "0" and v[1:2].lower() != "x"
+
+
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _suggest(name: str, value: str) -> str:
+    """The value the user likely meant: 8M -> 8388608, true -> 1, 08 -> 8."""
+    v = value.strip()
+    low = v.lower()
+    if low in ("true", "yes", "on", "enable", "enabled"):
+        return f"{name}=1"
+    if low in ("false", "no", "off", "disable", "disabled"):
+        return f"{name}=0"
+    num = v.rstrip("bB").rstrip("iI")
+    if num[:-1].isdigit() and num[-1:].lower() in _UNITS:
+        return f"{name}={int(num[:-1]) * _UNITS[num[-1].lower()]}"
+    if v.isdigit():
+        return f"{name}={int(v)}"
+    try:
+        exact = float(v)
+    except ValueError:
+        return f"{name}=<integer>"
+    return f"{name}={int(exact)}" if exact.is_integer() else f"{name}=<integer>"

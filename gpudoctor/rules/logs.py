@@ -415,8 +415,9 @@ def _register_signature(entry: dict) -> None:
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"
     check.__name__ = f"signature_{sid.lower()}"
+    facts = [r for r in entry.get("follows", ()) if not r.startswith("SIG") and r not in RULE_CAUSES]
     define(sid, AREA, entry["severity"], entry["title"], why=entry["cause"], fix=entry["remedy"],
-         sources=entry.get("sources", []), ok=f"no '{entry['title']}' in the logs")(check)
+         sources=entry.get("sources", []), ok=f"no '{entry['title']}' in the logs", follows=facts)(check)
 
 
 _ENTRIES: list[dict] = list(data.load("signatures").get("signature", []))

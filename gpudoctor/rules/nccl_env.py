@@ -115,9 +115,10 @@ def _workaround(ctx, name: str, value: str, known: dict, ev: list[str]):
     t = ctx.snap.torch
     nccl = vtuple(t.nccl_version) if t is not None and t.nccl_version else None
     fixed = known["fixed_in"]
+    needed = vtuple(fixed) or (0,)
     ev += [f"a known workaround: {known['why']}", f"its cost: {known['cost']}"]
     sources = [known["source"], *ctx.spec.sources]
-    if nccl is not None and nccl >= vtuple(fixed):
+    if nccl is not None and nccl >= needed:
         ev.append(f"NCCL {t.nccl_version} is {fixed} or newer: the workaround is no longer needed")
         return ctx.finding(ev, subject=name, remedy=f"unset {name} (NCCL {t.nccl_version} has the fix)",
                            sources=sources)
