@@ -475,6 +475,33 @@ REAL = [
                "barrier. Elapsed: 300.10 seconds"),
     ("SIG344", "ERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. Elapsed: "
                "300.0478765964508 seconds"),                                                        # v1.x
+    # NCCL plugins that exist but do not load (src/plugin/plugin_open.cc "%s/Plugin: %s: %s", v2.23-v2.30;
+    # src/net.cc "NET/Plugin: Plugin load returned %d : %s when loading %s" v2.19-v2.22, "Plugin load (%s)" v2.10-18)
+    ("SIG513", "node2:3311:3311 [0] NCCL INFO NET/Plugin: libnccl-net-ofi.so: libfabric.so.1: cannot open shared "
+               "object file: No such file or directory"),
+    ("SIG513", "node2:3311:3311 [0] NCCL INFO TUNER/Plugin: libnccl-tuner-sm.so: /usr/lib/libnccl-tuner-sm.so: "
+               "undefined symbol: ncclTunerPlugin_v2"),
+    ("SIG513", "node2:3311:3311 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libhcoll.so.1: cannot open "
+               "shared object file: No such file or directory when loading libnccl-net.so"),
+    ("SIG513", "node2:3311:3311 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 0 : "
+               "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so: undefined symbol: sharp_coll_init"),
+    # IBV_EVENT_GID_CHANGE (net_ib.cc v2.28-v2.30; "unknown event type (18)" before)
+    ("SIG514", "node7:5120:5190 [0] transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_2:1 GID table changed"),
+    ("SIG514", "node7:5120:5190 [0] transport/net_ib.cc:184 NCCL WARN NET/IB : mlx5_2:1 unknown event type (18)"),
+    # torch: Join, allocator, FSDP flattening (both releases' wording); DeepSpeed's op builder
+    ("SIG515", "[rank3]: RuntimeError: Detected at least one rank that exhausted inputs. Throwing across all ranks."),
+    ("SIG516", "C:\\venv\\lib\\site-packages\\torch\\cuda\\memory.py:365: UserWarning: expandable_segments not "
+               "supported on this platform (Triggered internally at C:\\actions-runner\\_work\\pytorch\\pytorch\\"
+               "c10/cuda/CUDAAllocatorConfig.h:41.)"),
+    ("SIG378", "ValueError: `FlatParameter` requires uniform `requires_grad`"),
+    ("SIG518", "[rank0]: ValueError: Must flatten tensors with uniform dtype but got torch.bfloat16 and torch.float32"),
+    ("SIG518", "ValueError: `FlatParameter` requires uniform dtype but got torch.float16 and torch.float32"),
+    ("SIG517", "deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA "
+               "version 12.2 does not match the version torch was compiled with 11.7, unable to compile cuda/cpp "
+               "extensions without a matching cuda version."),
+    ("SIG517", "[WARNING] DeepSpeed Op Builder: Installed CUDA version 12.4 does not match the version torch was "
+               "compiled with 11.8.Detected `DS_SKIP_CUDA_CHECK=1`: Allowing this combination of CUDA, but it may "
+               "result in unexpected behavior."),
     ("SIG345", "Root Cause (first observed failure):\n[0]:\n  time      : 2024-05-14_10:22:31\n  host      : gpu-3\n"
                "  rank      : 5 (local_rank: 5)\n  exitcode  : -15 (pid: 77121)\n  error_file: <N/A>\n"
                "  traceback : Signal 15 (SIGTERM) received by PID 77121"),
@@ -504,7 +531,7 @@ BENIGN = [
     "RuntimeError: unable to write to file </tmp/ckpt.pt>: No space left on device (28)",
     # look-alikes of SIG200-SIG214 and of the widened forms
     "gpu1:2201:2201 [0] NCCL INFO NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)",
-    "gpu1:2201:2201 [0] NCCL INFO NET/IB : mlx5_0:1 GID table changed",
+    "gpu1:2201:2201 [0] transport/net_ib.cc:175 NCCL WARN NET/IB : mlx5_0:1 Got async error event: port active",
     "gpu1:2201:2201 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
     "gpu1:2201:2201 [0] bootstrap.cc:98 NCCL WARN no device found matching NCCL_OOB_NET_IFNAME=ens9, ignoring",  # v2.23
     "gpu1:2201:2201 [0] NCCL INFO NCCL_ALGO set by environment to Ring,Tree",
@@ -527,6 +554,14 @@ BENIGN = [
     "ID through store took 0.41 ms",
     "INFO:torch.distributed.distributed_c10d:Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 "
     "with 8 nodes.",
+    "node2:3311:3311 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+    "node2:3311:3311 [0] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)",
+    "node2:3311:3311 [0] NCCL INFO NET/Plugin: Loaded net plugin Libfabric (v8)",
+    "node2:3311:3311 [0] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so. Using internal tuner plugin.",
+    "Installed CUDA version 12.4 does not match the version torch was compiled with 12.1 but since the APIs are "
+    "compatible, accepting this combination",
+    "FSDP(model, use_orig_params=True, mixed_precision=MixedPrecision(param_dtype=torch.bfloat16))",
+    "[rank0]: Join: rank 0 has exhausted its inputs and is shadowing the collectives",
 ]
 
 

@@ -269,3 +269,15 @@ def test_plain_integers_and_string_variables_are_quiet(h200_snap, name, value):
 
     h200_snap.env.variables[name] = value
     assert evaluate(h200_snap, only=["NCL013"]).findings == []
+
+
+def test_a_tiny_size_in_nccls_own_set_by_environment_line(tmp_path):
+    """param.cc INFO "%s set by environment to %lld." shows what strtoll kept of NCCL_BUFFSIZE=8M: 8 bytes."""
+    outcomes, found = _nccl_log(tmp_path, "t4:1180:1244 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8.\n"
+                                          "t4:1180:1244 [0] NCCL INFO NCCL version 2.27.3+cuda12.8\n")
+    f = next(x for x in found if x["rule_id"] == "NCL013")
+    assert "only 8 bytes" in f["title"] and "8388608" in f["remedy"]
+    assert "NCL005" not in [x["rule_id"] for x in found] and f["data"]["read"] == 8  # NCL005 listed inside it
+    _, found = _nccl_log(tmp_path, "t4:1180:1244 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.\n"
+                                   "t4:1180:1244 [0] NCCL INFO NCCL version 2.27.3+cuda12.8\n")
+    assert "NCL013" not in [x["rule_id"] for x in found] and "NCL005" in [x["rule_id"] for x in found]

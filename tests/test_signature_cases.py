@@ -651,3 +651,59 @@ def test_the_linker_and_setup_lines_after_a_build_error_are_its_follow_ons(tmp_p
                                 "collect2: error: ld returned 1 exit status\n"
                                 "error: command '/usr/bin/gcc' failed with exit code 1\n")
     assert "SIG076" in {f["rule_id"] for f in found} and "SIG000" not in {f["rule_id"] for f in found}
+
+
+# torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py _create_tcp_store: RendezvousConnectionError("The
+# connection to the C10d store has failed. See inner exception for details.") raised from TCPStore's
+# "connect() timed out. Original timeout was %d ms." (the store host never recognised itself: _matches_machine_hostname)
+_RDZV = ("RuntimeError: connect() timed out. Original timeout was 60000 ms.\n\nThe above exception was the direct "
+         "cause of the following exception:\n\ntorch.distributed.elastic.rendezvous.api.RendezvousConnectionError: "
+         "The connection to the C10d store has failed. See inner exception for details.\n")
+
+
+def test_a_rendezvous_store_nobody_hosts_names_the_host_check(tmp_path):
+    found = _findings(tmp_path, _RDZV)
+    f = found[0]
+    assert f["rule_id"] == "SIG051" and "is_host" in f["remedy"] and "/etc/hosts" in f["remedy"]
+    assert "SIG038" not in [x["rule_id"] for x in found]  # the inner exception: listed in SIG051
+    plain = _findings(tmp_path, "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection "
+                                "to the C10d store has failed. See inner exception for details.\n")
+    assert "is_host" not in _one(plain, "SIG051")["remedy"]  # no timed-out connect: the general reading
+
+
+# net_ib common.cc WARN "NET/IB : %s:%d GID table changed" before ProcessGroupNCCL's watchdog timeout
+def test_a_gid_change_is_the_cause_of_the_timeout_after_it(tmp_path):
+    found = _findings(tmp_path, "n7:5120:5190 [0] transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_2:1 GID "
+                                "table changed\n[rank0]:[E1204 10:00:00.1 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog "
+                                "caught collective operation timeout: WorkNCCL(SeqNum=120, OpType=ALLREDUCE, "
+                                "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds before timing "
+                                "out.\n")
+    assert [(f["rule_id"], f["severity"]) for f in found if f["severity"] != "info"] == [("SIG514", "error")]
+    assert "SIG022" in found[0]["data"]["follow_on"]
+
+
+def test_an_oom_where_expandable_segments_is_unavailable_does_not_advise_it(tmp_path):
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.99 "
+           "GiB of which 1.02 GiB is free. Of the allocated memory 19.1 GiB is allocated by PyTorch, and 3.1 GiB is "
+           "reserved by PyTorch but unallocated.\n")
+    warn = "UserWarning: expandable_segments not supported on this platform (Triggered internally at c10/cuda/x.h:41.)\n"
+    assert "expandable_segments:True" in _one(_findings(tmp_path, oom), "SIG012")["remedy"]
+    f = _one(_findings(tmp_path, warn + oom), "SIG012")
+    assert "expandable_segments:True" not in f["remedy"] and "max_split_size_mb" in f["remedy"]
+
+
+def test_a_missing_plugin_is_a_note_a_plugin_that_does_not_load_a_warning(tmp_path):
+    missing = ("n2:3311:3311 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
+               "cannot open shared object file: No such file or directory\n")
+    broken = ("n2:3311:3311 [0] NCCL INFO NET/Plugin: libnccl-net-ofi.so: libfabric.so.1: cannot open shared object "
+              "file: No such file or directory\n")
+    assert _one(_findings(tmp_path, missing), "SIG513")["severity"] == "info"
+    f = _one(_findings(tmp_path, broken), "SIG513")
+    assert f["severity"] == "warning" and "libfabric.so.1" in " ".join(f["evidence"])
+
+
+def test_an_issue_titled_with_the_exception_is_read_a_comment_quoting_one_is_not(tmp_path):
+    title = "# RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED\n\nMy versions:\ncuDNN: 8.5.0\npytorch=1.4.0\n"
+    assert [f["rule_id"] for f in _findings(tmp_path, title)] == ["SIG071"]
+    comment = "python train.py\n# RuntimeError: CUDA error: out of memory happens at step 3, so I lowered the batch\n"
+    assert "SIG012" not in [f["rule_id"] for f in _findings(tmp_path, comment)]

@@ -88,11 +88,18 @@ _CODE_LINE = re.compile(r"(?:\s*\[[A-Za-z_]\w*?\d+\]:)*\s*(?:raise\s+[A-Za-z_][\
 _COMMENT = re.compile(r"[ \t]*#[ \t]")
 
 
+#: the title of an issue pasted as text: "# RuntimeError: ...", "# [FSDP] ValueError: ..." on the first line
+_TITLE = re.compile(r"[ \t]*#[ \t]+(?:\[[^\]\n]{1,40}\][ \t]*)?[\w.]*(?:Error|Exception|Warning)\b:")
+
+
 def _comment_quote(t: str, ls: int, start: int) -> bool:
     """Whether the match at ``start`` lies in the text of a "# ..." comment line starting at ``ls`` (a signature
-    written for a '#'-prefixed output line, nccl-tests' "# Out of bounds values", matches from the '#' itself)."""
+    written for a '#'-prefixed output line, nccl-tests' "# Out of bounds values", matches from the '#' itself). The
+    first line of the text, when it is "# " and an exception line, is an issue's title, not a comment."""
     m = _COMMENT.match(t, ls)
-    return m is not None and start >= m.end()
+    if m is None or start < m.end():
+        return False
+    return not (not t[:ls].strip() and _TITLE.match(t, ls))
 _FILE_LINE = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)File \"[^\"\n]*\", line \d+")
 _PREFIXED_INDENT = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)*( *)")
 

@@ -335,9 +335,18 @@ def integer_values(ctx):
     is 0 (IB enabled), NCCL_IB_GID_INDEX=08 is 0 (a leading 0 is octal)."""
     env = ctx.env()
     integers = set(data.load("nccl_env_names").get("integer", ()))
+    sizes = data.load("nccl_env").get("byte_sizes", {})
     for name in sorted(n for n in env if n in integers):
         value = env[name]
         read = misread(value)
+        if read is None and name in sizes and 0 < _int(value) < 1024:
+            default = f"NCCL's default is {sizes[name]} bytes" if sizes[name] else "NCCL sizes it by protocol"
+            yield ctx.finding([f"{name}={value}: {_int(value)} bytes ({default}); a size written with a unit (8M, "
+                               "4MB) reaches NCCL as its digits only: strtoll stops at the letter"],
+                              subject=name, title=f"{name}={value}: only {_int(value)} bytes",
+                              remedy=f"Give {name} in bytes (8 MiB = 8388608), or unset it to keep NCCL's default.",
+                              data={"value": value, "read": _int(value)})
+            continue
         if read is None:
             continue
         octal = " (a leading 0 is octal)" if _octal(value) else ""
@@ -381,6 +390,11 @@ def strtoll(text: str) -> tuple[int | None, str]:
     if n == 0:
         return None, text.strip()
     return sign * int(t[:n], base), t[n:].strip()
+
+
+def _int(value: str) -> int:
+    """The integer NCCL reads from ``value`` (0 without digits)."""
+    return strtoll(value)[0] or 0
 
 
 def _octal(value: str) -> bool:

@@ -3,8 +3,9 @@
 Two ways a finding restates another:
 
 * **declared**: its rule names the other in ``follows`` (rules/rule_meta.toml for fact rules, a signature's
-  ``follows`` in rules/signatures.toml when it names a fact rule): torch seeing no GPU (TRC005) because its CUDA runtime
-  needs a newer driver (TRC003); the log's "driver too old" warning (SIG002) beside collect_env's versions (TRC003);
+  ``follows`` in rules/signatures.toml when it names a fact rule), about the same subject when both name one: torch
+  seeing no GPU (TRC005) because its CUDA runtime needs a newer driver (TRC003); the log's "driver too old" warning
+  (SIG002) beside collect_env's versions (TRC003); a debugging variable set (NCL005) to a value NCCL misreads (NCL013);
 * **the same line**: a signature matched the very line a fact rule quotes in its evidence (nvidia-smi's "Failed to
   initialize NVML: ..." is both DRV001's NVML fact and the nvidia-smi signature's match).
 
@@ -46,8 +47,15 @@ def fold_restated(findings: list[Finding], follows: Mapping[str, tuple[str, ...]
 
 
 def _declared_host(f: Finding, by_rule: dict[str, list[Finding]], follows) -> Finding | None:
-    target = next((r for r in follows.get(f.rule_id, ()) if r != f.rule_id and r in by_rule), None)
-    return by_rule[target][0] if target is not None else None
+    """The first finding of a rule ``f`` follows; about the same subject when both name one (NCL005's finding on
+    NCCL_BUFFSIZE restates NCL013's on NCCL_BUFFSIZE, not its finding on another variable)."""
+    for target in follows.get(f.rule_id, ()):
+        if target == f.rule_id:
+            continue
+        for host in by_rule.get(target, ()):
+            if f.subject is None or host.subject is None or host.subject == f.subject:
+                return host
+    return None
 
 
 def _same_line_host(f: Finding, findings: list[Finding]) -> Finding | None:
