@@ -19,7 +19,9 @@ never starts, a store host that does not resolve, DDP with an unused parameter a
 a cuda:1 checkpoint loaded on one GPU, CUDA in a forked child, a hidden GPU, set_device past the GPU count, a Triton
 kernel's illegal address, DataLoader workers under a low descriptor limit, and torch.compile without a C compiler;
 and (2026-12-04, seventh run) a Triton kernel needing more shared memory than a block has, an upsampling output and a
-reflection pad input of more than 2^31 elements, and a depthwise convolution over a 3.77e9-element batch.
+reflection pad input of more than 2^31 elements, and a depthwise convolution over a 3.77e9-element batch; and
+(2026-12-04, ninth run) NCCL_BUFFSIZE=8M and NCCL_IB_DISABLE=true (integers NCCL reads as 8 and 0), an NCCL net plugin
+whose dependency is missing, and FSDP over parameters of two dtypes.
 Nothing changes the
 GPU's settings; every child has a timeout. Usage, on the GPU host::
 
@@ -37,6 +39,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+FSDP_MIXED_DTYPE = """
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29531")
+dist.init_process_group("nccl", rank=0, world_size=1)
+torch.cuda.set_device(0)
+m = torch.nn.Sequential(torch.nn.Linear(8, 8).to(torch.bfloat16), torch.nn.Linear(8, 8)).cuda()
+FSDP(m)
+"""
 NCCL_ONE_RANK = """
 import os, torch, torch.distributed as dist
 os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29511")
@@ -499,6 +510,12 @@ FAULTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "nccl-comm-id-foreign-address": (["-c", NCCL_ONE_RANK], {"NCCL_DEBUG": "WARN", "NCCL_COMM_ID": "192.0.2.1:29999"}),
     "nccl-comm-id-port-taken": (["-c", COMM_ID_PORT_TAKEN], {"NCCL_DEBUG": "WARN"}),
     "nccl-result-code-table": (["-c", NCCL_RESULT_TABLE], {}),
+    # ninth run: integers NCCL_PARAM reads with strtoll (param.cc), FSDP over two dtypes
+    "nccl-buffsize-with-unit": (["-c", NCCL_ONE_RANK], {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV",
+                                                        "NCCL_BUFFSIZE": "8M"}),
+    "nccl-ib-disable-word": (["-c", NCCL_ONE_RANK], {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,NET",
+                                                     "NCCL_IB_DISABLE": "true"}),
+    "fsdp-mixed-dtype": (["-c", FSDP_MIXED_DTYPE], {}),
 }
 TIMEOUT_S = 120
 
@@ -528,6 +545,24 @@ def check(log: Path) -> list[str]:
         return [f"no report (exit {p.returncode}): {p.stderr.strip()[:200]}"]
     return [f"{f['rule_id']} {f['severity']}: {f['title']}" for f in report.get("findings", [])
             if f["rule_id"].startswith(("SIG", "LOG"))]
+
+
+def _plugin_missing_dependency(out: Path) -> Path | None:
+    """A folder holding libnccl-net-gdbroken.so, linked against libgdmissing.so, which is then removed: the dynamic
+    loader finds the plugin and fails on its dependency. None when no C compiler is on this host."""
+    d = out / "plugin"
+    d.mkdir(exist_ok=True)
+    (d / "dep.c").write_text("int gd_missing_symbol(void) { return 1; }\n")
+    (d / "plugin.c").write_text("int gd_missing_symbol(void);\nint gd_plugin(void) { return gd_missing_symbol(); }\n")
+    try:
+        for cmd in (["cc", "-shared", "-fPIC", "-o", str(d / "libgdmissing.so"), str(d / "dep.c")],
+                    ["cc", "-shared", "-fPIC", "-o", str(d / "libnccl-net-gdbroken.so"), str(d / "plugin.c"),
+                     f"-L{d}", "-lgdmissing"]):
+            subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    (d / "libgdmissing.so").unlink()
+    return d
 
 
 def main() -> int:
@@ -586,6 +621,11 @@ def main() -> int:
     faults["compile-no-c-compiler"] = ([py, "-c", COMPILE_NO_CC], {
         "PATH": os.path.dirname(py), "CC": "", "TRITON_CACHE_DIR": f"{cache}/triton",
         "TORCHINDUCTOR_CACHE_DIR": f"{cache}/inductor"})
+    plugin = _plugin_missing_dependency(out)  # ninth run: a net plugin NCCL finds but cannot load
+    if plugin is not None:
+        faults["nccl-plugin-missing-dependency"] = ([py, "-c", NCCL_ONE_RANK], {
+            "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET", "NCCL_NET_PLUGIN": "gdbroken",
+            "LD_LIBRARY_PATH": f"{plugin}:{os.environ.get('LD_LIBRARY_PATH', '')}"})
     only = set(sys.argv[2:])  # optional: run only these faults
     for name, (args, env) in faults.items():
         if only and name not in only:
