@@ -182,3 +182,43 @@ def test_a_library_error_after_a_kernel_fault_folds_under_the_fault(tmp_path: Pa
     doc = json.loads(runner.invoke(app, ["check", str(log), "--format", "json"]).stdout)
     ids = [f["rule_id"] for f in doc["findings"] if f["rule_id"].startswith("SIG")]
     assert ids[0] == "SIG023" and "SIG071" not in ids, ids
+
+
+# --- per-rank logs: the earliest failure by wall clock, whatever the files are called ---------------------------
+
+def test_per_rank_logs_are_ordered_by_the_time_their_first_error_carries(tmp_path: Path):
+    # glog as torch's C++ prints it ("[rank0]:[E1204 14:12:10.000000 ...]"), Python logging ("2024-12-04 14:02:10,000")
+    (tmp_path / "rank0.log").write_text(
+        "[rank0]:[E1204 14:12:10.000000 11 c.cpp:1] step 900\n[rank0]: torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.21 GiB is free.\n")
+    (tmp_path / "rank9.log").write_text(
+        "2024-12-04 14:02:10,000 - ERROR - loader\n[rank9]: RuntimeError: DataLoader worker (pid 4242) is killed by "
+        "signal: Killed.\n")
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    found = json.loads(res.stdout)["findings"]
+    assert [(f["rule_id"], f["data"]["first_time"]) for f in found] == [
+        ("SIG081", "12-04 14:02:10.000000"), ("SIG012", "12-04 14:12:10.000000")]
+    (tmp_path / "rank9.log").write_text("[rank9]: RuntimeError: DataLoader worker (pid 4242) is killed by signal: "
+                                        "Killed.\n")  # no time on one side: the files' order decides
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    assert [f["rule_id"] for f in json.loads(res.stdout)["findings"]] == ["SIG012", "SIG081"]
+
+
+def test_one_file_keeps_its_line_order_even_with_times():
+    fs = [_finding("SIG012", first_line=9, files=["a.log"], first_time="12-04 14:00:00.000000"),
+          _finding("SIG013", first_line=2, files=["a.log"], first_time="12-04 14:05:00.000000")]
+    assert [f.rule_id for f in cause_first(fs, ["a.log"])] == ["SIG013", "SIG012"]
+
+
+def test_line_times_and_the_nearest_stamp_above_a_match():
+    from gpudoctor.parsers.hit_origin import line_time, time_at
+
+    assert line_time("[rank9]:[E1204 14:02:10.123456 4242 ProcessGroupNCCL.cpp:632] x") == "12-04 14:02:10.123456"
+    assert line_time("Dec  4 14:02:10 node-b kernel: NVRM: Xid ...") == "12-04 14:02:10.000000"
+    assert line_time("[Fri Dec  4 10:01:02 2026] NVRM: Xid ...") == "12-04 10:01:02.000000"
+    assert line_time("  time      : 2024-05-14_10:22:31") == "05-14 10:22:31.000000"
+    assert line_time("[ 1234.567890] NVRM: Xid ...") is None  # seconds since boot: no wall clock
+    assert line_time("RuntimeError: step 1204 13:02 failed") is None
+    text = "2024-05-14 10:22:31,5 ERROR x\nTraceback (most recent call last):\n  File \"t.py\"\nRuntimeError: boom\n"
+    assert time_at(text, text.index("RuntimeError")) == "05-14 10:22:31.500000"
+    assert time_at("RuntimeError: boom\n", 0) is None

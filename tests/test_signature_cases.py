@@ -683,10 +683,11 @@ def test_a_gid_change_is_the_cause_of_the_timeout_after_it(tmp_path):
 
 
 def test_an_oom_where_expandable_segments_is_unavailable_does_not_advise_it(tmp_path):
-    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.99 "
-           "GiB of which 1.02 GiB is free. Of the allocated memory 19.1 GiB is allocated by PyTorch, and 3.1 GiB is "
-           "reserved by PyTorch but unallocated.\n")
-    warn = "UserWarning: expandable_segments not supported on this platform (Triggered internally at c10/cuda/x.h:41.)\n"
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "23.99 GiB of which 1.02 GiB is free. Of the allocated memory 19.1 GiB is allocated by PyTorch, and 3.1 GiB "
+           "is reserved by PyTorch but unallocated.\n")
+    warn = ("UserWarning: expandable_segments not supported on this platform (Triggered internally at "
+            "c10/cuda/x.h:41.)\n")
     assert "expandable_segments:True" in _one(_findings(tmp_path, oom), "SIG012")["remedy"]
     f = _one(_findings(tmp_path, warn + oom), "SIG012")
     assert "expandable_segments:True" not in f["remedy"] and "max_split_size_mb" in f["remedy"]

@@ -23,7 +23,7 @@ from gpudoctor.facts.confirm_model import ConfirmationFacts
 from gpudoctor.facts.topo_model import *  # noqa: F403
 from gpudoctor.facts.topo_model import NvLink, NvLinkDetail, NvLinkState, TopologyFacts  # noqa: F401
 
-SCHEMA_VERSION = "2.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
+SCHEMA_VERSION = "2.5"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: ddp.batch_choice, nvlinks.errors_after
 # 2.0: one NvLink model (GpuFacts.nvlinks and TopologyFacts.nvlinks: same fields); NvmlFacts.fabric_states removed
 #      (never read; TopologyFacts.fabric holds the fabric state). 1.x reports load: unknown keys are ignored.
 #      Also: inputs[].status / reason, confirmation status "interrupted" (issue 15); confirmation.selftest,
@@ -38,6 +38,8 @@ SCHEMA_VERSION = "2.4"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      logs.signatures[].wrapped_by (the signatures that read a wrapper's lines), .from_prose (a message quoted
 #      in the writer's words when no log was pasted); logs.first_exceptions (each
 #      file's first exception line that no signature explains, with its line number and rank).
+# 2.5: logs.signatures[].first_time (the wall-clock stamp of the first match's line or the nearest line above it:
+#      the cause of per-rank logs is ordered by time).
 
 Unlimited = Literal["unlimited"]
 
@@ -246,6 +248,9 @@ class SignatureHit(_Model):
                             "[cudaDev]) or a PCI address (NVRM: Xid (PCI:...))")
     first_line: int | None = Field(None, description="line number of the first match (in files[0])")
     last_line: int | None = Field(None, description="line number of the last match (in files[-1])")
+    first_time: str | None = Field(None, description="wall-clock time of the first match, 'MM-DD HH:MM:SS.ffffff' "
+                                   "(its line's stamp, or the nearest stamped line above it; the earliest over "
+                                   "files); None when the log carries no time")
     from_prose: bool = Field(False, description="read from the writer's words (a Markdown paste or a message with "
                              "no log in it): what the person says they saw; its finding is at most a warning")
     wrapped_by: list[str] = Field(default_factory=list, description="for a message that carries another error's "

@@ -92,6 +92,30 @@ def finish(hit: SignatureHit, spread: Spread, t: str, base: int, numbers: dict[i
     hit.gpus = list(spread.gpus)
     if spread.first >= 0:
         hit.first_line, hit.last_line = numbers[spread.first], numbers[spread.last]
+        hit.first_time = time_at(t, spread.first)
+
+
+#: how far above a match a stamped line is looked for: a traceback under its glog line ("[rank9]:[E1204 14:02:10 ...]
+#: ... Traceback ... RuntimeError: ..."), a Python logging record's continuation lines
+_TIME_BACK_LINES = 40
+_TIME_BACK_CHARS = 8192
+
+
+def time_at(t: str, offset: int) -> str | None:
+    """:func:`line_time` of the line of ``t`` holding ``offset``, else of the nearest line above it that has one
+    (within _TIME_BACK_LINES lines / _TIME_BACK_CHARS characters)."""
+    end = t.find("\n", offset)
+    end = len(t) if end < 0 else end
+    floor = max(0, offset - _TIME_BACK_CHARS)
+    for _ in range(_TIME_BACK_LINES):
+        start = t.rfind("\n", floor, end) + 1
+        if start == 0 and floor > 0:
+            return None
+        stamp = line_time(t[start:end])
+        if stamp is not None or start <= floor:
+            return stamp
+        end = start - 1
+    return None
 
 
 def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
@@ -118,6 +142,8 @@ def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
         cur.wrapped_by = sorted(set(cur.wrapped_by) | set(h.wrapped_by)) if cur.wrapped_by and h.wrapped_by else []
         if cur.first_line is None:
             cur.first_line = h.first_line
+        if h.first_time is not None and (cur.first_time is None or h.first_time < cur.first_time):
+            cur.first_time = h.first_time  # the earliest over files: when the failure first showed
         if h.last_line is not None:
             cur.last_line = h.last_line
     return sorted(by_id.values(), key=lambda h: h.id)
@@ -152,3 +178,37 @@ def describe(hit: SignatureHit) -> str:
         else:
             parts.append(f"lines {hit.first_line}–{hit.last_line}")
     return ", ".join(p for p in parts if p)
+
+
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+                                       "Dec"), 1)}
+#: wall-clock stamps a log line may carry, most specific first: ISO 8601 / Python logging / torchrun's error summary
+#: ("2024-05-14 10:22:31,123", "2024-05-14T10:22:31.5", "2024-05-14_10:22:31"), glog as torch's C++ logs it
+#: ("[rank0]:[E1204 14:02:10.123456 ...", month and day), syslog / journald ("Dec  4 14:02:10"), dmesg -T
+#: ("[Fri Dec  4 10:01:02 2026]"). dmesg's seconds since boot are no wall clock and are not read.
+_ISO = re.compile(r"\b\d{4}-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?")
+_GLOG = re.compile(r"(?:^|[\[\s:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\b")
+_SYSLOG = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)"
+                     r"(?:\.(\d{1,9}))?")
+
+
+def line_time(line: str) -> str | None:
+    """The wall-clock time a log line's prefix carries, as "MM-DD HH:MM:SS.ffffff" (sortable; the year is left out:
+    glog and syslog do not print it), or None when it carries none in its first 80 characters."""
+    head = line[:80]
+    m = _ISO.search(head)
+    if m:
+        month, day = int(m.group(1)), int(m.group(2))
+    else:
+        m = _GLOG.search(head)
+        if m:
+            month, day = int(m.group(1)), int(m.group(2))
+        else:
+            m = _SYSLOG.search(head)
+            if m is None:
+                return None
+            month, day = _MONTHS[m.group(1)], int(m.group(2))
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    frac = (m.group(6) or "").ljust(6, "0")[:6]
+    return f"{month:02d}-{day:02d} {m.group(3)}:{m.group(4)}:{m.group(5)}.{frac}"

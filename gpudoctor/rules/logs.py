@@ -411,6 +411,7 @@ def _register_signature(entry: dict) -> None:
                                                           "files": hit.files, "groups": hit.groups,
                                                           "ranks": hit.ranks, "hosts": hit.hosts, "gpus": hit.gpus,
                                                           "first_line": hit.first_line, "last_line": hit.last_line,
+                                                          "first_time": hit.first_time,
                                                           "conclusion": concl, "follow_on": [f.id for f in follow]})
 
     check.__doc__ = f"Looks for this message in the given logs and error text (regular expression): {entry['regex']}"

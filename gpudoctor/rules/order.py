@@ -8,9 +8,10 @@ The order, within one severity (errors, then warnings, then notes):
 2. the findings of the fact rules (versions, settings, topology read from the dumps or probed live), and of the log
    rules that conclude from many lines (ranks started twice, hosts on different networks, ranks timed out in
    different collectives, a hang on PCIe peer-to-peer);
-3. the signatures of the logs, in the order they first appear (input file, then line): in a log the first error is
-   the likeliest cause, the later ones its consequences (the follow-ons the catalogue knows are already folded into
-   their cause's finding);
+3. the signatures of the logs, in the order they first appear: by the wall-clock time their first line carries when
+   every one of them carries one (per-rank logs: rank 9's error at 14:02 before rank 0's timeout at 14:12, whatever
+   the files are called), otherwise by input file, then line: in a log the first error is the likeliest cause, the
+   later ones its consequences (the follow-ons the catalogue knows are already folded into their cause's finding);
 4. log findings with no position (e.g. a transport compared across hosts), then the findings about the inputs
    themselves (SIG000 unexplained lines, LOG000 unreadable inputs).
 
@@ -44,11 +45,15 @@ def cause_first(findings: list[Finding], files: list[str] | None = None) -> list
     """``findings`` sorted worst first, then cause first (the module docstring). ``files``: the inputs in the order
     they were given (a log finding's position is its first file's index there, then its first line)."""
     index = {p: i for i, p in enumerate(files or [])}
+    placed = [f for f in findings if _group(f) == 3]
+    by_time = len({tuple(f.data.get("files") or ()) for f in placed}) > 1 and all(
+        isinstance(f.data.get("first_time"), str) for f in placed)
 
-    def key(f: Finding) -> tuple[int, int, int, int]:
+    def key(f: Finding) -> tuple[int, int, str, int, int]:
         hit_files = f.data.get("files") or []
         first = f.data.get("first_line")
         where = index.get(hit_files[0], len(index)) if hit_files else len(index)
-        return (-SEVERITY_ORDER[f.severity], _group(f), where, first if isinstance(first, int) else 0)
+        when = f.data["first_time"] if by_time and _group(f) == 3 else ""
+        return (-SEVERITY_ORDER[f.severity], _group(f), when, where, first if isinstance(first, int) else 0)
 
     return sorted(findings, key=key)
