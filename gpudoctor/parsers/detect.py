@@ -104,6 +104,7 @@ LSCPU = "lscpu"
 P2P = "peer-access check"
 COLLECT_ENV = "collect_env"
 LSPCI = "lspci"
+IBSTAT = "ibstat / ibv_devinfo"
 DF = "df"
 ULIMIT = "ulimit -a"
 DMESG = "kernel log"
@@ -213,6 +214,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
             re.M,
         ),
     ),
+    (IBSTAT, re.compile(r"^CA '[^'\n]+'[ \t]*\n[ \t]+CA type:|^hca_id:[ \t]*\S+[ \t]*\n[ \t]+transport:", re.M)),
     (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
     (
         ULIMIT,
@@ -261,6 +263,7 @@ GATES: dict[str, tuple[str, ...]] = {
     LSCPU: ("Architecture:",),
     LSPCI: ("LnkCap:", "LnkSta:", "ACSCtl:", "ACSCap:", "PCI bridge:", "3D controller:", "VGA compatible controller:",
             "Ethernet controller:", "Infiniband controller:", "Host bridge:", "Bridge:"),
+    IBSTAT: ("CA '", "hca_id:"),
     DF: ("Filesystem",),
     ULIMIT: ("(kbytes, -l)", "(kB, -l)", "-l: locked-in-memory", "locked memory", "open files", "nofiles"),
     DMESG: ("NVRM:", "Xid"),

@@ -69,6 +69,7 @@ class Collected:
     base: Snapshot | None = None
     extra_sections: list[tuple[str, Any, str]] = field(default_factory=list)
     topo_texts: list[tuple[str, str]] = field(default_factory=list)   # (path, nvidia-smi topo -m text)
+    ib_ports: list[tuple[str, Any]] = field(default_factory=list)  # (path, IbPort) from ibstat / ibv_devinfo
     lspci_texts: list[tuple[str, str]] = field(default_factory=list)  # (path, lspci -vvv text)
     apps: list[tuple[str, str | None, str | None, Any]] = field(default_factory=list)  # (path, uuid, bus, GpuProcess)
     bundle_titles: dict[str, str] = field(default_factory=dict)  # bug report path -> title of its last section read
@@ -540,14 +541,16 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
             known[sec] = sorted(cur.model_fields_set - {"source"})
     if col.apps:
         _attach_processes(snap, col, known)
-    if (col.topo_texts or col.lspci_texts) and snap.topology is None:
+    if (col.topo_texts or col.lspci_texts or col.ib_ports) and snap.topology is None:
         from gpudoctor.parsers.topology_text import topology_from_text
 
         topo_text = col.topo_texts[0][1] if col.topo_texts else None
         lspci_text = "\n".join(t for _, t in col.lspci_texts) or None
-        snap.topology = topology_from_text(topo_text, lspci_text)
+        snap.topology = topology_from_text(topo_text, lspci_text, [p for _, p in col.ib_ports] or None)
         snap.topology.source = "; ".join([f"nvidia-smi topo -m: {p}" for p, _ in col.topo_texts[:1]] +
-                                         [f"lspci -vvv: {p}" for p, _ in col.lspci_texts])
+                                         [f"lspci -vvv: {p}" for p, _ in col.lspci_texts] +
+                                         [f"ibstat / ibv_devinfo: {p}" for p in dict.fromkeys(
+                                             p for p, _ in col.ib_ports)])
     for name, value, path in col.extra_sections:
         if not _attach(snap, name, value):
             for inp in snap.inputs:

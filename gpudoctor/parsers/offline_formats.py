@@ -89,6 +89,16 @@ def _lspci(fp: FileParse, text: str) -> None:
     fp.section("topology")
 
 
+def _ibstat(fp: FileParse, text: str) -> None:
+    from gpudoctor.parsers import ibstat
+
+    ports = ibstat.parse_ib_ports(text)
+    if not ports:
+        raise ParseError("no HCA port block (Port N: / port: N) under the HCA header")
+    fp.col.ib_ports += [(fp.path, p) for p in ports]
+    fp.section("topology")
+
+
 def _df(fp: FileParse, text: str) -> None:
     from gpudoctor.parsers import host_text
 
@@ -227,6 +237,7 @@ HANDLERS: dict[str, Handler] = {
     D.P2P: _p2p,
     D.COLLECT_ENV: _collect_env,
     D.LSPCI: _lspci,
+    D.IBSTAT: _ibstat,
     D.DF: _df,
     D.DMESG: _kernel_log,
     D.NCCL: _nccl,

@@ -28,7 +28,8 @@ def ib_ports(ctx):
         name = f"{p.device} port {p.port}"
         if p.state != "ACTIVE":
             hint = " (link up, not active: no subnet manager?)" if (p.phys_state or "").lower() == "linkup" else ""
-            yield ctx.finding([f"{name}: state {p.state}, physical {p.phys_state}{hint}"], subject=name,
+            phys = f", physical {p.phys_state}" if p.phys_state else ""
+            yield ctx.finding([f"{name}: state {p.state}{phys}{hint}"], subject=name,
                               data=p.model_dump())
             continue
         top = best.get((p.hca_type, p.link_layer))
