@@ -34,3 +34,21 @@ def test_whole_output_messages_are_diagnosed(tmp_path: Path, text: str, title: s
     assert [x["rule_id"] for x in rep["findings"]] == ["DRV001"]
     assert not any("kernel module loaded" in e for e in drv[0]["evidence"])  # the input does not say
     assert rep["snapshot"]["inputs"][0]["kinds"][0] == "nvidia-smi"
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Hi team,\n\nafter the kernel update nvidia-smi on gpu-node-12 prints:\n\nNo devices were found\n\nCan someone "
+     "take a look?\n\nThanks,\nAlice\n", True),
+    ("Running nvidia-smi inside the pod gives:\nFailed to initialize NVML: Unknown Error\nany idea?\n", True),
+    ("I ran nvidia-smi: the table looks fine, all 8 GPUs are there.\n", False),
+    ("nvidia-smi says: No devices were found on node 3 only\n", False),  # a sentence, not the output line
+])
+def test_nvidia_smis_message_quoted_under_a_sentence(tmp_path: Path, text: str, found: bool) -> None:
+    f = tmp_path / "mail.txt"
+    f.write_text(text)
+    res = runner.invoke(app, ["check", "--json", str(f)])
+    if found:
+        rep = json.loads(res.stdout)
+        assert res.exit_code == 1 and [x["rule_id"] for x in rep["findings"]][:1] == ["DRV001"]
+    else:
+        assert res.exit_code != 1 or "DRV001" not in res.stdout

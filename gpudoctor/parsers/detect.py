@@ -172,7 +172,10 @@ _RULES: list[tuple[str, re.Pattern]] = [
             r"|(?i:" + WHOLE_SMI_MESSAGE.pattern + ")"
             # or, in a terminal capture of several commands, what follows the `$ nvidia-smi` prompt line
             r"|^[^\n]*[$#][ \t]*(?:sudo[ \t]+)?nvidia-smi(?:[ \t][^\n|]*)?\n[ \t]*(?i:"
-            + NO_DRIVER_MESSAGE.pattern + ")",
+            + NO_DRIVER_MESSAGE.pattern + ")"
+            # or, in a message, on a line of its own under a sentence that introduces nvidia-smi's output
+            r"|^[^\n]*\bnvidia-smi\b[^\n]*:[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t>]*(?i:" + NO_DRIVER_MESSAGE.pattern
+            + r")[ \t]*\r?$",
             re.M,
         ),
     ),

@@ -29,6 +29,7 @@ from gpudoctor.parsers.offline_merge import (  # noqa: F401 (re-exported)
     _merge_nvml,
     _scrub_logs,
 )
+from gpudoctor.parsers.smi_common import NO_DRIVER
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
@@ -343,7 +344,11 @@ def _matched_lines(text: str) -> frozenset[int]:
         return frozenset()
     spans: list[tuple[int, int]] = []
     match_signatures(t, spans=spans, errorish=[])
-    return frozenset(t.count("\n", 0, a) for a, _ in spans)
+    lines = t.split("\n")
+    # nvidia-smi's whole-output messages ("No devices were found", "Failed to initialize NVML: ...") on a line of
+    # their own: output, though no signature reads them (nvidia-smi's parser does)
+    smi = {i for i, x in enumerate(lines) if NO_DRIVER.fullmatch(x.strip())}
+    return frozenset({t.count("\n", 0, a) for a, _ in spans} | smi)
 
 
 def _same_content(path: str, seen: dict[tuple[int, bytes], str]) -> str | None:
