@@ -281,3 +281,18 @@ def test_a_tiny_size_in_nccls_own_set_by_environment_line(tmp_path):
     _, found = _nccl_log(tmp_path, "t4:1180:1244 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.\n"
                                    "t4:1180:1244 [0] NCCL INFO NCCL version 2.27.3+cuda12.8\n")
     assert "NCL013" not in [x["rule_id"] for x in found] and "NCL005" in [x["rule_id"] for x in found]
+
+
+def test_a_tunnel_with_a_link_local_address_is_flagged_a_nic_named_veth0_is_not(tmp_path):
+    """NVIDIA/nccl#529's shape: NCCL took ip6tnl0 (an IPv6 tunnel, fe80:: only) before the host's real NIC, which a
+    cloud named veth0; and an interface of any name with only a link-local address cannot reach another node."""
+    using = "[0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> [1]veth0:2a02:6b8:fc1d:3606:0:4457:edef:600a<0>"
+    _, found = _nccl_log(tmp_path, f"h:97:221 [0] NCCL INFO Bootstrap : Using {using}\n"
+                                   f"h:97:221 [0] NCCL INFO NET/Socket : Using {using}\n")
+    f = next(x for x in found if x["rule_id"] == "NCL012")
+    assert f["data"]["virtual"] == ["ip6tnl0"] and "NCCL_SOCKET_IFNAME==veth0" in f["remedy"]
+    assert "ip6tnl0 comes first" in " ".join(f["evidence"])
+    _, found = _nccl_log(tmp_path, "h:97:221 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.5<0> "
+                                   "[1]eth1:169.254.3.1<0>\n")
+    f = next(x for x in found if x["rule_id"] == "NCL012")
+    assert f["data"]["virtual"] == ["eth1"] and "link-local" in " ".join(f["evidence"])

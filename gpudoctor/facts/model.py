@@ -39,7 +39,8 @@ SCHEMA_VERSION = "2.5"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      in the writer's words when no log was pasted); logs.first_exceptions (each
 #      file's first exception line that no signature explains, with its line number and rank).
 # 2.5: logs.signatures[].first_time (the wall-clock stamp of the first match's line or the nearest line above it:
-#      the cause of per-rank logs is ordered by time).
+#      the cause of per-rank logs is ordered by time); logs.nccl.socket_addresses (the address NCCL's 'Using' lines
+#      give each interface).
 
 Unlimited = Literal["unlimited"]
 
@@ -335,6 +336,8 @@ class NcclLogFacts(_Model):
     socket_interfaces: list[str] = Field(
         default_factory=list, description="interfaces of the 'Bootstrap : Using' / 'NET/Socket : Using' lines, "
                                           "e.g. ['bond0', 'bond0.2973']")
+    socket_addresses: dict[str, str] = Field(
+        default_factory=dict, description="interface -> the address those lines give for it (the first seen)")
     bootstrap_no_interface: bool = Field(False, description="a 'Bootstrap : Using' line that names no interface")
     warnings: list[str] = Field(default_factory=list, description="NCCL WARN lines (first ones)")
     nranks: int | None = None

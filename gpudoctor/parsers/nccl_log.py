@@ -18,7 +18,7 @@ _VERSION = re.compile(r"NCCL version\s+([\d.]+(?:\+\S+)?)")
 _TRANSPORT = re.compile(r"Channel\s+\d+(?:/\d+)?\s*:\s*\S+\s*->\s*\S+(?:\s*\[(send|receive)\])?\s+via\s+(\S+)")
 _ENV = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\s*\.?$")
 _USING_IFS = re.compile(r"^(Bootstrap|NET/Socket)\s*:\s*Using\b(.*)$")
-_IF_NAME = re.compile(r"(?:^|\s)(?:\[\d+\])?([^\s:\[\]<>]+):[0-9a-fA-F.:%\w-]*<\d+>")  # [0]bond0:10.0.0.7<0>
+_IF_NAME = re.compile(r"(?:^|\s)(?:\[\d+\])?([^\s:\[\]<>]+):([0-9a-fA-F.:%\w-]*)<\d+>")  # [0]bond0:10.0.0.7<0>
 _GDR_OFF = re.compile(r"GPU Direct RDMA Disabled for HCA \d+ '([^']+)'")
 MAX_WARN = 20
 
@@ -306,12 +306,13 @@ def parse_nccl_log(text: str, max_comms: int = MAX_COMMS) -> NcclLogFacts:
         u = _USING_IFS.search(msg)
         if u is None:
             continue
-        names = _IF_NAME.findall(u.group(2))
-        if not names and u.group(1) == "Bootstrap":
+        pairs = _IF_NAME.findall(u.group(2))
+        if not pairs and u.group(1) == "Bootstrap":
             f.bootstrap_no_interface = True  # NCCL 2.27+: NCCL_SOCKET_IFNAME matched nothing (nccl#1837)
-        for n in names:
+        for n, addr in pairs:
             if n not in f.socket_interfaces and len(f.socket_interfaces) < MAX_WARN:
                 f.socket_interfaces.append(n)
+                f.socket_addresses[n] = addr
     for msg in msgs("GPU Direct RDMA Disabled"):
         g = _GDR_OFF.search(msg)
         if g and g.group(1) not in f.gdr_disabled_hcas:

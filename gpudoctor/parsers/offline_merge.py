@@ -64,6 +64,7 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
         out.warnings += n.warnings[:max(0, MAX_WARN - len(out.warnings))]
         out.env_set = {**out.env_set, **n.env_set}
         out.host_nets = {**out.host_nets, **n.host_nets}
+        out.socket_addresses = {**n.socket_addresses, **out.socket_addresses}  # the first address seen wins
         mine = {c.comm_id: c for c in out.comms}
         for c in n.comms:
             if c.comm_id not in mine:

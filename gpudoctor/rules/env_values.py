@@ -5,6 +5,8 @@ the interfaces NCCL selected), NCL012 (container bridges NCCL selected by itself
 reads as another number). Tables: rules/alloc_conf.toml, rules/nccl_env.toml, rules/nccl_env_names.toml."""
 from __future__ import annotations
 
+import re
+
 from gpudoctor.compat import data
 from gpudoctor.compat.versions import vtuple
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
@@ -287,10 +289,11 @@ def socket_ifname_matches(ctx):
 @rule("NCL012")
 def virtual_socket_interfaces(ctx):
     """The interfaces NCCL picked by itself (NCCL_SOCKET_IFNAME unset: 'Bootstrap : Using' / 'NET/Socket : Using')
-    that are container bridges or virtual links (rules/nccl_env.toml virtual_interfaces: br-*, veth*, cni*, ...).
+    that other nodes cannot reach: container bridges, veth pairs and tunnel devices (rules/nccl_env.toml
+    virtual_interfaces, whole names), and any interface whose address there is link-local (fe80::, 169.254.x.x).
     NCCL's automatic choice (src/misc/socket.cc ncclFindInterfaces, every release since 2.4) prefers ib*, then takes
-    every interface except docker*, lo and virbr*: Docker's user-defined networks (br-<id>), veth pairs and CNI bridges
-    are taken beside the real NIC, and an address on them does not route to the other nodes."""
+    every interface except docker*, lo and virbr*, so these come beside the real NIC, and in the order the kernel lists
+    them: the first one is what NCCL advertises."""
     if not ctx.snap.inputs:
         raise NotApplicable("a live scan reads no NCCL log: pass one to `gpudoctor check`")
     logs = ctx.snap.logs
@@ -301,30 +304,44 @@ def virtual_socket_interfaces(ctx):
     value = (env.get("NCCL_SOCKET_IFNAME") or nccl.env_set.get("NCCL_SOCKET_IFNAME") or "").strip()
     if len(value) > 1:  # NCCL reads a value of two characters or more (socket.cc): the user chose
         raise NotApplicable(f"NCCL_SOCKET_IFNAME={value}: the interfaces were chosen by the user (NCL011)")
-    prefixes = tuple(data.load("nccl_env").get("virtual_interfaces", ()))
-    virtual = [i for i in nccl.socket_interfaces if i.startswith(prefixes)]
-    if not virtual:
+    names = [re.compile(p) for p in data.load("nccl_env").get("virtual_interfaces", ())]
+    why = {}
+    for i in nccl.socket_interfaces:
+        addr = nccl.socket_addresses.get(i, "")
+        if any(p.fullmatch(i) for p in names):
+            why[i] = "a container bridge / virtual or tunnel interface"
+        elif addr.lower().startswith("fe80:") or addr.startswith("169.254."):
+            why[i] = f"only a link-local address ({addr.split('%')[0]})"
+    if not why:
         return
-    real = [i for i in nccl.socket_interfaces if i not in virtual]
+    real = [i for i in nccl.socket_interfaces if i not in why]
     failed = sorted({h.id for h in logs.signatures if h.id in SOCKET_FAILURES})
-    shown = ", ".join(virtual[:4]) + (f" and {len(virtual) - 4} more" if len(virtual) > 4 else "")
-    ev = [f"NCCL selected {len(nccl.socket_interfaces)} interface(s) by itself: {', '.join(nccl.socket_interfaces[:6])}"
-          + (" ..." if len(nccl.socket_interfaces) > 6 else ""),
-          f"{shown}: container bridge / virtual interface(s), whose addresses other nodes cannot reach"]
+    listed = [f"{i}:{nccl.socket_addresses[i]}" if nccl.socket_addresses.get(i) else i
+              for i in nccl.socket_interfaces[:6]]
+    ev = [f"NCCL selected {len(nccl.socket_interfaces)} interface(s) by itself: {', '.join(listed)}"
+          + (" ..." if len(nccl.socket_interfaces) > 6 else "")]
+    ev += [f"{i}: {w}, which other nodes cannot reach" for i, w in list(why.items())[:4]]
+    if len(why) > 4:
+        ev.append(f"and {len(why) - 4} more such interface(s)")
+    if nccl.socket_interfaces[0] in why:
+        ev.append(f"{nccl.socket_interfaces[0]} comes first: it is the address NCCL gives its peers")
     if failed:
         ev.append(f"socket connections failed in the same log ({', '.join(failed)}): over one of these, likeliest")
-    exclude = sorted({_prefix(i, prefixes) for i in virtual} | {"docker", "lo"})
-    remedy = (f"Name the real interface: NCCL_SOCKET_IFNAME=={real[0]} (two '=': exactly that one)" if real else
+    exclude = sorted({_name_prefix(i) for i in why} | {"docker", "lo"})
+    remedy = (f"Name the interface that reaches the other nodes: NCCL_SOCKET_IFNAME=={real[0]} (two '=': exactly "
+              "that one)" if real else
               "Set NCCL_SOCKET_IFNAME to the interface that routes between the nodes (`ip -br addr`, `ip route get "
               "<other node's IP>`)")
-    remedy += f", or exclude the virtual ones: NCCL_SOCKET_IFNAME=^{','.join(exclude)}; set it on every node."
+    remedy += f", or exclude the others: NCCL_SOCKET_IFNAME=^{','.join(exclude)}; set it on every node."
     yield ctx.finding(ev, severity="error" if failed else "warning", subject="NCCL_SOCKET_IFNAME", remedy=remedy,
-                      data={"interfaces": nccl.socket_interfaces, "virtual": virtual, "failures": failed})
+                      data={"interfaces": nccl.socket_interfaces, "virtual": list(why), "failures": failed})
 
 
-def _prefix(name: str, prefixes: tuple[str, ...]) -> str:
-    """The entry of ``prefixes`` ``name`` starts with (the longest)."""
-    return max((p for p in prefixes if name.startswith(p)), key=len)
+def _name_prefix(name: str) -> str:
+    """The letters an interface name starts with, for an NCCL_SOCKET_IFNAME=^ list: br-05ab.. -> 'br-', veth6163fba
+    -> 'veth', ip6tnl0 -> 'ip6tnl'."""
+    m = re.match(r"[A-Za-z_]+(?:6[A-Za-z_]+)?-?", name)
+    return m.group(0) if m else name
 
 
 @rule("NCL013")
