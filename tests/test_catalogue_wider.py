@@ -99,10 +99,11 @@ LINES = [
     ("SIG012", "[rank2]: RuntimeError: Triton Error [CUDA]: out of memory"),
     ("SIG015", "ValueError: Cuda is not available."),                                       # torchrun nproc=gpu
     ("SIG200", W + "init.cc:1722 NCCL WARN Cuda failure 'out of memory'"),
+    # a GID table change (v2.4-v2.21 wording): SIG514, a note unless the collectives fail after it
+    ("SIG514", W + "net_ib.cc:95 NCCL WARN NET/IB : Got async event : GID table change"),
 ]
 
 QUIET = [
-    W + "net_ib.cc:95 NCCL WARN NET/IB : Got async event : GID table change",
     W + "net_ib.cc:179 NCCL WARN NET/IB : mlx5_1:1 Got async error event: client reregistration",
     W + "NCCL INFO Bootstrap : Using ens5:10.0.1.17<0>",
     "  31 ranks have launched up to operation 51231",
