@@ -139,3 +139,11 @@ def test_no_gpu_on_the_pci_bus_is_not_a_missing_driver():
         return next(f for f in evaluate(snap).findings if f.rule_id == "DRV001")
     assert drv(0).title.startswith("No NVIDIA GPU on this host") and "driver here would not help" in drv(0).remedy
     assert not drv(2).title.startswith("No NVIDIA GPU") and not drv(None).title.startswith("No NVIDIA GPU")
+
+
+def test_a_setting_named_like_a_secret_is_kept_a_secret_is_not():
+    from gpudoctor.facts.env import scrub
+
+    line = ("subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no 10.0.0.2 hostname' returned "
+            "non-zero exit status 255. PASSWORD=hunter2222")
+    assert scrub(line) == line.replace("hunter2222", "<redacted>")  # ssh's option stays readable

@@ -64,7 +64,8 @@ def scrub(text: str) -> str:
         return text
 
     def assign(m: re.Match[str]) -> str:
-        if _SECRET_NAME.search(m.group("name")) and not _EXCEPTION_NAME.search(m.group("name")):
+        setting = m.group("val").strip("\"'").lower() in _SETTING_VALUES  # -o PasswordAuthentication=no
+        if _SECRET_NAME.search(m.group("name")) and not _EXCEPTION_NAME.search(m.group("name")) and not setting:
             return f"{m.group('name')}{m.group('sep')}{REDACTED}"
         return m.group(0)
 
