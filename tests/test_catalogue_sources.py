@@ -485,6 +485,9 @@ REAL = [
                "shared object file: No such file or directory when loading libnccl-net.so"),
     ("SIG513", "node2:3311:3311 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 0 : "
                "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so: undefined symbol: sharp_coll_init"),
+    # DeepSpeed's runner: its ssh check uncaught (older releases: CalledProcessError of check_call's list argument)
+    ("SIG450", "subprocess.CalledProcessError: Command '['ssh', '-o', 'PasswordAuthentication=no', '192.168.3.100', "
+               "'hostname']' returned non-zero exit status 255."),
     # IBV_EVENT_GID_CHANGE (net_ib.cc v2.28-v2.30; "unknown event type (18)" before)
     ("SIG514", "node7:5120:5190 [0] transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_2:1 GID table changed"),
     ("SIG514", "node7:5120:5190 [0] transport/net_ib.cc:184 NCCL WARN NET/IB : mlx5_2:1 unknown event type (18)"),
