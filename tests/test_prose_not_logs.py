@@ -290,3 +290,15 @@ def test_a_command_typed_at_any_common_prompt_is_not_output(tmp_path, prompt):
     p = tmp_path / "session.txt"
     p.write_text(f"{prompt}grep -n 'CUDA out of memory' rank0.log\n" + TRACE)
     assert _ids(_run(p)[1]) == ["SIG013"]
+
+
+def test_an_issue_with_a_job_script_and_a_quoted_error_reads_the_error_as_a_lead(tmp_path):
+    """A Markdown issue whose only non-prose part is the job script (settings, not output): the message the writer
+    quotes is read, at most a warning (ACEsuit/mace#435's shape: --gpus-per-task binds one GPU per task)."""
+    p = tmp_path / "issue.md"
+    p.write_text("**Describe the bug**\nAll ranks but `local_rank==0` fail with `RuntimeError: CUDA error: invalid "
+                 "device ordinal`.\n\nslurm script used:\n\n```bash\n#!/bin/bash\n#SBATCH --ntasks-per-node=8\n"
+                 "#SBATCH --gpus-per-task=1\n\nsrun python train.py --distributed\n```\n")
+    rc, doc, out = _run(p)
+    f = next(f for f in doc["findings"] if f["rule_id"] == "SIG065")
+    assert f["severity"] == "warning" and "writer's words" in f["evidence"][0] and "--gpus-per-task" in f["remedy"]

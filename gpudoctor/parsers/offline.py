@@ -34,6 +34,9 @@ from gpudoctor.parsers.smi_common import NO_DRIVER
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_FILES = 2000
 UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (the first ones)
+#: formats that hold settings, not the output of a run: a Markdown paste made only of them and the writer's words
+#: has its quoted messages read as leads (a job script, then "all ranks but 0 fail with `invalid device ordinal`")
+SETTING_KINDS = {D.COMMAND, D.ENV, D.PATH_VALUE, D.PACKAGES}
 LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.NCCL_TESTS, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P,
              D.SMI_L, D.PACKAGES, D.MEMINFO}  # (short listings pasted beside an error: its lines are still searched)
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
@@ -294,15 +297,17 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
                 col.exceptions.append(_first_exception(path, sig_text, first, col.line_base))
     if hits and "logs" not in info.sections:
         info.sections.append("logs")
-    if not kinds and not hits and markdown:
+    settings_only = set(kinds) <= SETTING_KINDS  # a job script or an env listing in the notes: no output of a run
+    if settings_only and not hits and markdown:
         quoted = match_signatures(log_view(written, _not_output, prose=False), file=path, line_base=col.line_base)
-        if not quoted or len(quoted) > MAX_QUOTED:
+        if (not quoted or len(quoted) > MAX_QUOTED) and not kinds:
             return f"{path}{MARKDOWN_NOTES}"  # (notes or an FAQ list many messages; a report quotes what it saw)
-        for h in quoted:  # what the person says they saw: read, at most a warning (rules/logs.py)
-            h.from_prose = True
-        col.hits += quoted
-        hits = quoted
-        info.sections.append("logs")
+        if quoted and len(quoted) <= MAX_QUOTED:
+            for h in quoted:  # what the person says they saw: read, at most a warning (rules/logs.py)
+                h.from_prose = True
+            col.hits += quoted
+            hits = quoted
+            info.sections.append("logs")
     if not kinds and not hits:
         return (
             f"{path}: unknown format (not a collect_env, nvidia-smi (table, -q, -L, topo -m, nvlink -s, --query-gpu or "
