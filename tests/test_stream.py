@@ -73,3 +73,18 @@ def test_a_log_format_carried_into_later_chunks_is_no_failure_there(tmp_path, mo
     p.write_text("NCCL version 2.21.5+cuda12.4\n" + "".join(f"step {i} loss 0.5 lr 3e-4\n" for i in range(2000)))
     snap, errors = build_snapshot([str(p)], jobs=1)
     assert errors == [] and snap.inputs[0].note is None
+
+
+@pytest.mark.parametrize("suffix, compress, cut", [(".gz", gzip.compress, 12), (".xz", lzma.compress, 12),
+                                                   (".bz2", bz2.compress, 10)])
+def test_a_small_archive_cut_short_keeps_its_readable_lines(tmp_path, suffix, compress, cut):
+    """One read of a small truncated archive raises before it returns anything: the part before the cut is
+    decompressed step by step, and a one-line error is still that error (bzip2 decodes whole 900 kB blocks only:
+    its cut here is the end-of-stream marker)."""
+    line = "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    data = compress((line * 3).encode())
+    p = tmp_path / f"cut.log{suffix}"
+    p.write_bytes(data[: len(data) - cut])
+    snap, errors = build_snapshot([str(p)])
+    assert errors and "could not read to the end" in errors[0] and "the part read was diagnosed" in errors[0]
+    assert any(h.id == "SIG023" for h in snap.logs.signatures)

@@ -155,9 +155,10 @@ _TOP_LEVEL = re.compile(rb"\n(?=\S)")
 def _whole_sections(head: bytes) -> bytes:
     """The part of a cut text that ends with a whole top-level section: up to the start of its last unindented line
     (a `nvidia-smi -q` GPU block cut in its ECC counters is dropped whole, so its GPU is unknown, not a GPU with
-    fewer errors; in a log, where every line is top-level, only the cut last line goes)."""
+    fewer errors; in a log, where every line is top-level, only the cut last line goes). A text of one section keeps
+    its whole lines (a one-line error cut after its newline is still that error)."""
     starts = [m.start() for m in _TOP_LEVEL.finditer(head)]
-    return head[:starts[-1] + 1] if starts else b""
+    return head[:starts[-1] + 1] if starts else head[:head.rfind(b"\n") + 1]
 
 
 def _read_head(fh: Any, n: int) -> tuple[bytes, Exception | None]:
@@ -176,6 +177,36 @@ def _read_head(fh: Any, n: int) -> tuple[bytes, Exception | None]:
         parts.append(b)
         got += len(b)
     return b"".join(parts), None
+
+
+def _salvage(path: str, limit: int) -> bytes:
+    """What a truncated gzip / xz / bzip2 file of at most ``limit`` compressed bytes decompresses to before its cut:
+    the stream readers raise on the missing end and return nothing of a small file, the raw decompressors return
+    every byte they could. b"" for stdin, a larger file, or another format."""
+    import zlib
+
+    if path == STDIN:
+        return b""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError:
+        return b""
+    if len(raw) > limit:
+        return b""
+    makers = {b"\x1f\x8b": lambda: zlib.decompressobj(wbits=31), b"\xfd7zXZ\x00": lzma.LZMADecompressor,
+              b"BZh": bz2.BZ2Decompressor}
+    make = next((m for magic, m in makers.items() if raw.startswith(magic)), None)
+    if make is None:
+        return b""
+    out = []
+    dec = make()
+    try:
+        for i in range(0, len(raw), HEAD_BLOCK):
+            out.append(dec.decompress(raw[i:i + HEAD_BLOCK]))
+    except (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError):
+        pass  # corrupt past here: what came before stands
+    return b"".join(out)
 
 
 def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = None,
@@ -197,6 +228,8 @@ def parse_input(path: str, col: Any, parse_file: ParseFile, jobs: int | None = N
     try:
         head, cut = _read_head(fh, WHOLE_BYTES + 1)
         if cut is not None:  # a small archive cut short: diagnose what decompressed, and say it was cut
+            if len(head) < HEAD_BLOCK:  # one read decompressed it all and raised: decompress it step by step
+                head = max(head, _salvage(path, WHOLE_BYTES)[:WHOLE_BYTES], key=len)
             head = _whole_sections(head)
             err = parse_file(name, _decode(head, path, True), col) if head.strip() else None
             return err or f"{name}: could not read to the end ({type(cut).__name__}: {cut}); " + (
