@@ -194,8 +194,8 @@ def _salvage(path: str, limit: int) -> bytes:
         return b""
     if len(raw) > limit:
         return b""
-    makers = {b"\x1f\x8b": lambda: zlib.decompressobj(wbits=31), b"\xfd7zXZ\x00": lzma.LZMADecompressor,
-              b"BZh": bz2.BZ2Decompressor}
+    makers: dict[bytes, Callable[[], Any]] = {b"\x1f\x8b": lambda: zlib.decompressobj(wbits=31),
+                                              b"\xfd7zXZ\x00": lzma.LZMADecompressor, b"BZh": bz2.BZ2Decompressor}
     make = next((m for magic, m in makers.items() if raw.startswith(magic)), None)
     if make is None:
         return b""
