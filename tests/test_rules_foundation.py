@@ -212,8 +212,9 @@ def test_gpu008_tells_the_jobs_own_ranks_a_display_and_a_missing_set_device_apar
         return GpuProcess(pid=pid, name=name, kind=kind, used_memory_bytes=mib * 2**20)
 
     job = _four_gpus(h200_snap.model_copy(deep=True), [[p(100 + i)] for i in range(4)])
-    got = evaluate(job, only=["GPU008"]).findings
-    assert len(got) == 4 and {f.severity for f in got} == {"info"} and "the job itself" in got[0].title
+    got = evaluate(job, only=["GPU008"]).findings  # one finding for the four GPUs, each GPU's process listed
+    assert len(got) == 1 and got[0].severity == "info" and "the job itself" in got[0].title
+    assert got[0].subject == "GPUs 0-3" and got[0].data["gpus"] == [0, 1, 2, 3] and len(got[0].evidence) == 5
     desk = _four_gpus(h200_snap.model_copy(deep=True), [[p(1, "/usr/lib/xorg/Xorg", "graphics", 387),
                                                           p(2, "/usr/bin/gnome-shell", "graphics", 97)], [], [], []])
     got = evaluate(desk, only=["GPU008"]).findings
@@ -226,7 +227,8 @@ def test_gpu008_tells_the_jobs_own_ranks_a_display_and_a_missing_set_device_apar
     stray = _four_gpus(h200_snap.model_copy(deep=True), [[p(100), p(555, "vllm_server")], [p(101)], [p(102)],
                                                          [p(103)]])
     got = evaluate(stray, only=["GPU008"]).findings
-    assert got and all(f.severity == "warning" and f.title == "Other processes hold GPU memory" for f in got)
+    assert [(f.severity, f.title, f.subject) for f in got] == [("warning", "Other processes hold GPU memory",
+                                                                "GPUs 0-3")]
 
 
 def test_gpu009_persistence(h200_snap):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gpudoctor.compat import data
 from gpudoctor.facts.clock_reasons import CLOCK_EVENT_REASONS
+from gpudoctor.parsers._text import int_ranges
 from gpudoctor.rules.engine import NotApplicable, NotAssessed, rule
 
 MIB = 1024 * 1024
@@ -197,29 +198,39 @@ def other_processes(ctx):
             data={"gpu": hub, "pids": pids, "also_on": others})
         return
     job = _job_itself(gpus)
+    kinds: dict[str, list] = {"display": [], "job": [], "other": []}  # GPUs by what holds them, in index order
     for g in gpus:
         if not g.processes:
             continue
-        lines = []
-        for p in g.processes:
-            mem = f"{p.used_memory_bytes / MIB:.0f} MiB" if p.used_memory_bytes is not None else "memory n/a"
-            lines.append(
-                f"GPU {g.index}: pid {p.pid} ({p.name or 'name unknown: other PID namespace?'}), {p.kind}, {mem}"
-            )
-        data = {"processes": [p.model_dump() for p in g.processes]}
         used = sum(p.used_memory_bytes or 0 for p in g.processes)
-        if all(p.kind == "graphics" for p in g.processes) and used < DISPLAY_BYTES:
+        kind = ("display" if all(p.kind == "graphics" for p in g.processes) and used < DISPLAY_BYTES else
+                "job" if job else "other")
+        kinds[kind].append(g)
+    for kind, held in kinds.items():
+        if not held:
+            continue
+        lines = [_process_line(g, p) for g in held for p in g.processes]
+        data = {"processes": [p.model_dump() | {"gpu": g.index} for g in held for p in g.processes],
+                "gpus": [g.index for g in held]}
+        subject = f"GPU {held[0].index}" if len(held) == 1 else f"GPUs {int_ranges([g.index for g in held])}"
+        if kind == "display":
             yield ctx.finding(lines + ["only graphics processes with little memory: this GPU drives a display"],
-                              subject=f"GPU {g.index}", severity="info", title="GPU drives a display",
+                              subject=subject, severity="info", title="GPU drives a display",
                               remedy="Harmless for training unless memory is tight; on a workstation, train on the "
                                      "GPUs without a display or stop the desktop session for long runs.", data=data)
-        elif job:
-            yield ctx.finding(lines + [job], subject=f"GPU {g.index}", severity="info",
+        elif kind == "job":
+            yield ctx.finding(lines + [job], subject=subject, severity="info",
                               title="One process per GPU, the same program on each: probably the job itself",
                               remedy="Nothing to stop if these are the job's own ranks (nvidia-smi taken while it "
                                      "ran); before a new job, check that they have exited.", data=data)
         else:
-            yield ctx.finding(lines, subject=f"GPU {g.index}", data=data)
+            yield ctx.finding(lines, subject=subject, data=data)
+
+
+def _process_line(g, p) -> str:
+    """'GPU 3: pid 4242 (python), compute, 12034 MiB'."""
+    mem = f"{p.used_memory_bytes / MIB:.0f} MiB" if p.used_memory_bytes is not None else "memory n/a"
+    return f"GPU {g.index}: pid {p.pid} ({p.name or 'name unknown: other PID namespace?'}), {p.kind}, {mem}"
 
 
 def _contexts_on_one_gpu(gpus) -> tuple[int, list[int], list[int]] | None:
