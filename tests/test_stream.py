@@ -88,3 +88,20 @@ def test_a_small_archive_cut_short_keeps_its_readable_lines(tmp_path, suffix, co
     snap, errors = build_snapshot([str(p)])
     assert errors and "could not read to the end" in errors[0] and "the part read was diagnosed" in errors[0]
     assert any(h.id == "SIG023" for h in snap.logs.signatures)
+
+
+def test_a_large_archive_cut_short_diagnoses_its_chunks_and_lists_the_input_once(tmp_path, monkeypatch):
+    """Past WHOLE_BYTES an archive is read in chunks; a cut in a later chunk keeps every chunk before it: the input
+    is listed once, as read, with the cut as its note, and the run still exits 2 (errors)."""
+    monkeypatch.setattr(stream, "WHOLE_BYTES", 4000)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 3000)
+    text = "".join(f"step {i} loss 0.5\n" for i in range(800))
+    text += "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    text += "".join(f"step {i} loss 0.5\n" for i in range(800, 3000))
+    data = gzip.compress(text.encode())
+    p = tmp_path / "big.log.gz"
+    p.write_bytes(data[: int(len(data) * 0.8)])
+    snap, errors = build_snapshot([str(p)], jobs=1)
+    assert len(errors) == 1 and "the part read was diagnosed" in errors[0]
+    assert [(i.status, "could not read to the end" in (i.note or "")) for i in snap.inputs] == [("read", True)]
+    assert any(h.id == "SIG023" for h in snap.logs.signatures)

@@ -481,7 +481,11 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
             # a file found inside a named folder that is simply not a format gpudoctor reads (notes, an
             # empty capture) is skipped with a note; a file named on the command line must be readable
             reason = err[len(path) + 2:] if err.startswith(path + ": ") else err
-            if os.path.abspath(path) not in named and _skippable(err):
+            read = next((i for i in col.inputs if i.path == stream.display_name(path) and i.status == "read"), None)
+            if read is not None:  # read in part (an archive cut short): listed once, as read, with why (exit 2)
+                read.note = "; ".join(x for x in (read.note, reason) if x)
+                errors.append(err)
+            elif os.path.abspath(path) not in named and _skippable(err):
                 errors.append(SKIPPED + err)
                 unread.append(InputFile(path=path, status="skipped", reason=reason))
             else:

@@ -124,18 +124,28 @@ def _sample(raw: bytes) -> str:
     return raw[:4 * SAMPLE_CHARS].decode("utf-8", "replace")[:SAMPLE_CHARS]
 
 
-def iter_chunks(fh: IO[bytes], head: bytes, size: int | None = None) -> Iterator[bytes]:
+def iter_chunks(fh: IO[bytes], head: bytes, size: int | None = None,
+                cut: list[Exception] | None = None) -> Iterator[bytes]:
     """``head`` then the rest of ``fh``, in pieces cut after the first newline at or past ``size`` bytes
-    (CHUNK_BYTES): the same cuts :func:`_spans` makes in a seekable file."""
+    (CHUNK_BYTES): the same cuts :func:`_spans` makes in a seekable file. A truncated or corrupt archive ends the
+    pieces with the whole sections read before the fault, and its error is appended to ``cut`` (raised when None)."""
     size = CHUNK_BYTES if size is None else size
     buf = head
     while True:
         nl = buf.find(b"\n", size)
         while nl < 0:
-            more = fh.read(size)
-            if not more:
+            more = _read_head(fh, size)
+            if more[1] is not None:
+                if cut is None:
+                    raise more[1]
+                cut.append(more[1])
+                rest = _whole_sections(buf + more[0])
+                if rest:
+                    yield rest
+                return
+            if not more[0]:
                 break
-            buf += more
+            buf += more[0]
             nl = buf.find(b"\n", size)
         if nl < 0:
             if buf:
@@ -371,8 +381,10 @@ def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, pa
     pool = chunk_pool.OrderedPool(jobs, parse_chunk, done.absorb, before_fork=lambda: prepare(first_sample),
                                   idle=idle)
     seekable = path != STDIN and isinstance(fh, io.BufferedReader)  # a plain file, not a decompressing stream
+    cut: list[Exception] = []  # a truncated archive: the error that ended it (what came before is diagnosed)
     pieces: Iterator[tuple[bytes | tuple[str, int, int], bytes]] = (
-        ((path, s, e), h) for s, e, h in _spans(fh)) if seekable else ((raw, raw) for raw in iter_chunks(fh, head))
+        ((path, s, e), h) for s, e, h in _spans(fh)) if seekable else (
+        (raw, raw) for raw in iter_chunks(fh, head, cut=cut))
     in_order = False
     first_sample = ""
     try:
@@ -400,6 +412,8 @@ def _parse_chunks(name: str, path: str, fh: IO[bytes], head: bytes, col: Any, pa
     finally:
         pool.close()
     _merge_inputs(col, n_inputs)
+    if cut:
+        return f"{name}: could not read to the end ({type(cut[0]).__name__}: {cut[0]}); the part read was diagnosed"
     ok = [e for e in done.errors if e is None]
     return None if ok else next((e for e in done.errors if e), None)
 
