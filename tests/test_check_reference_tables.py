@@ -191,3 +191,16 @@ def test_the_gz_beside_its_log_is_read_once(tmp_path, big):
     assert next(f for f in doc["findings"] if f["rule_id"] == "SIG023")["data"]["count"] == 2
     skipped = [Path(i["path"]).name for i in doc["snapshot"]["inputs"] if i["status"] == "skipped"]
     assert skipped == ["run.log.gz"]
+
+
+def test_two_reruns_of_one_size_and_start_but_another_end_are_both_read(tmp_path):
+    """Same size, same first MiB, different last lines (two re-runs of one job): compared whole, both are read."""
+    start = "step 1 loss 0.5\n" * 70000  # past 1 MiB
+    a = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    b = "RuntimeError: CUDA error: misaligned address XXXXXXXXXXXXXXXXXXXXX\n"
+    (tmp_path / "job-1234.log").write_text(start + a)
+    (tmp_path / "job-1299.log").write_text(start + b)
+    assert (tmp_path / "job-1234.log").stat().st_size == (tmp_path / "job-1299.log").stat().st_size
+    rc, doc = _check(tmp_path)
+    assert [i["status"] for i in doc["snapshot"]["inputs"]] == ["read", "read"]
+    assert {"SIG023", "SIG059"} <= {f["rule_id"] for f in doc["findings"]}

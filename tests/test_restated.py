@@ -31,11 +31,14 @@ def test_a_fact_rule_with_its_own_case_keeps_its_title_and_fix():
     assert drv.title == "NVML refused: a specific case" and drv.remedy == "DRV001 fix"
 
 
-def test_declared_follows_fold_and_take_the_worse_severity():
-    cause = _f("TRC003", ["torch 2.1.0+cu121: CUDA runtime 12.1"], severity="warning")
+def test_declared_follows_fold_unless_the_follower_is_more_severe():
+    cause = _f("TRC003", ["torch 2.1.0+cu121: CUDA runtime 12.1"])
     seen = _f("TRC005", ["torch sees 0 GPU(s), NVML 8"])
     out = fold_restated([seen, cause], {"TRC005": ("TRC003",)})
-    assert out == [cause] and cause.severity == "error" and "torch sees 0 GPU(s)" in cause.evidence[-1]
+    assert out == [cause] and "torch sees 0 GPU(s)" in cause.evidence[-1]
+    ok = _f("TRC003", ["CUDA 12.4 runs under minor-version compatibility"], severity="info")
+    log = _f("SIG002", ["matched (1 match):", "  The NVIDIA driver on your system is too old (found version 11040)"])
+    assert fold_restated([ok, log], {"SIG002": ("TRC003",)}) == [ok, log]  # they disagree: both are shown
 
 
 def test_no_fold_without_the_other_finding_nor_in_a_cycle_nor_on_a_short_common_phrase():

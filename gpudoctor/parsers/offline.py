@@ -356,18 +356,41 @@ def _matched_lines(text: str) -> frozenset[int]:
     return frozenset({t.count("\n", 0, a) for a, _ in spans} | smi)
 
 
-def _same_content(path: str, seen: dict[tuple[int, bytes], str]) -> str | None:
+def _same_content(path: str, seen: dict[tuple[int, bytes], list[list]]) -> str | None:
     """The file read before ``path`` with the same content, found in a folder: a rotated copy, a .bak, the .gz of a
-    log beside it. Content is keyed by its (decompressed) size and the digest of its first MiB; None when it is new
-    (it is then remembered in ``seen``), cannot be read, or is compressed without a cheap size (xz, zstd over 1 MiB).
-    """
+    log beside it. Content is keyed by its (decompressed) size and the digest of its first MiB; files that share a key
+    are compared by the digest of their whole content (two re-runs of one job, of one size, can differ in their last
+    lines). None when it is new (it is then remembered in ``seen``), cannot be read, or is compressed without a cheap
+    size (xz, zstd over 1 MiB)."""
     key = _content_key(path)
     if key is None:
         return None
-    if key in seen:
-        return seen[key]
-    seen[key] = path
+    mine: list = [path, None]
+    for other in seen.get(key, []):
+        for entry in (other, mine):
+            if entry[1] is None:
+                entry[1] = _full_digest(entry[0])
+        if mine[1] is not None and mine[1] == other[1]:
+            return other[0]
+    seen.setdefault(key, []).append(mine)
     return None
+
+
+def _full_digest(path: str) -> bytes | None:
+    """SHA-1 of the whole (decompressed) content of ``path``; None when it cannot be read to the end."""
+    import hashlib
+    import lzma
+
+    from gpudoctor.parsers import stream
+
+    h = hashlib.sha1()
+    try:
+        with stream.open_binary(path) as data:
+            for block in iter(lambda: data.read(1 << 20), b""):
+                h.update(block)
+    except (OSError, EOFError, ValueError, InputError, lzma.LZMAError):
+        return None
+    return h.digest()
 
 
 def _content_key(path: str) -> tuple[int, bytes] | None:
@@ -465,7 +488,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     col = Collected()
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
     unread = unread_inputs(errors)
-    contents: dict[tuple[int, bytes], str] = {}  # (size, digest of the first MiB) -> the first file with them
+    contents: dict[tuple[int, bytes], list[list]] = {}  # (size, first MiB's digest) -> [path, whole digest]s
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 

@@ -10,8 +10,10 @@ Two ways a finding restates another:
   initialize NVML: ..." is both DRV001's NVML fact and the nvidia-smi signature's match).
 
 The finding kept is the one the other follows (declared), or the fact rule's (same line: it weighed the other inputs,
-e.g. /proc/driver/nvidia/version); it gets one evidence line naming the folded rule and that rule's conclusions, and
-the worse of the two severities. Signatures folded into signatures, and into the log rules of RULE_CAUSES, are handled
+e.g. /proc/driver/nvidia/version); it gets one evidence line naming the folded rule and that rule's conclusions. A
+finding more severe than the one it would fold into is not folded: the two disagree (collect_env's driver runs the
+wheel's CUDA, a log from another host says the driver is too old), and both are reported. Signatures folded into
+signatures, and into the log rules of RULE_CAUSES, are handled
 inside rules/logs.py before this pass.
 """
 from __future__ import annotations
@@ -41,6 +43,8 @@ def fold_restated(findings: list[Finding], follows: Mapping[str, tuple[str, ...]
         host = _declared_host(f, by_rule, follows) or _same_line_host(f, findings)
         if host is None or id(host) in folded or any(r in by_rule for r in follows.get(host.rule_id, ())):
             continue  # a host that itself restates something present stays as it is (no chains, no cycles)
+        if SEVERITY_ORDER[host.severity] < SEVERITY_ORDER[f.severity]:
+            continue  # they disagree (collect_env's driver runs this CUDA, a log from elsewhere says too old): both
         folded.add(id(f))
         _absorb(host, f, (generic or {}).get(host.rule_id))
     return [f for f in findings if id(f) not in folded]
@@ -100,8 +104,6 @@ def _absorb(host: Finding, f: Finding, generic: tuple[str, str] | None) -> None:
     said = "; ".join(_conclusions(f))
     host.evidence.append(f"the same fact, also reported by {f.rule_id} ({f.title})" + (f": {said}" if said else ""))
     host.data.setdefault("restated_by", []).append(f.rule_id)
-    if SEVERITY_ORDER[f.severity] > SEVERITY_ORDER[host.severity]:
-        host.severity = f.severity
 
 
 def _norm(text: str) -> str:
