@@ -296,3 +296,10 @@ def test_a_tunnel_with_a_link_local_address_is_flagged_a_nic_named_veth0_is_not(
                                    "[1]eth1:169.254.3.1<0>\n")
     f = next(x for x in found if x["rule_id"] == "NCL012")
     assert f["data"]["virtual"] == ["eth1"] and "link-local" in " ".join(f["evidence"])
+
+
+def test_the_cumem_workaround_is_judged_by_the_nccl_of_the_log_when_torch_is_not_in_the_inputs(tmp_path):
+    _, found = _nccl_log(tmp_path, "h:1:1 [0] NCCL INFO NCCL version 2.27.3+cuda12.8\n"
+                                   "h:1:1 [0] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0.\n")
+    f = next(x for x in found if x["rule_id"] == "NCL005")
+    assert f["severity"] == "warning" and "NCCL 2.27.3 is 2.22.3 or newer" in " ".join(f["evidence"])

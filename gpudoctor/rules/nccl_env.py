@@ -37,8 +37,8 @@ def forced_algo(ctx):
     from gpudoctor.rules.env_values import NCCL_STRICT_LISTS, nccl_list_problems
 
     env = ctx.env()
-    t = ctx.snap.torch
-    nccl = vtuple(t.nccl_version) if t is not None and t.nccl_version else None
+    version = nccl_in_use(ctx.snap)
+    nccl = vtuple(version) if version else None
     for name in ("NCCL_ALGO", "NCCL_PROTO"):
         if name not in env:
             continue
@@ -48,14 +48,14 @@ def forced_algo(ctx):
             continue
         strict = nccl is not None and nccl[:2] >= NCCL_STRICT_LISTS
         ev = [f"{name}={env[name]}", *bad,
-              f"NCCL {t.nccl_version if nccl else '(version unknown)'}: from 2.24 NCCL refuses it ('Unrecognized "
+              f"NCCL {version if nccl else '(version unknown)'}: from 2.24 NCCL refuses it ('Unrecognized "
               "element token', ncclInvalidUsage) when a communicator of 2 or more ranks starts; older NCCL ignores it",
               "a one-GPU run does not show it: NCCL skips its tuner with one rank"]
         yield ctx.finding(ev, subject=name, severity="error" if strict else "warning",
                           title=f"{name} holds a value NCCL refuses",
                           remedy=f"Unset {name}, or use NCCL's names (NCCL env docs): e.g. {name}="
                                  + ("Ring,Tree" if name == "NCCL_ALGO" else "^LL128"),
-                          data={"problems": bad, "nccl": t.nccl_version if nccl else None})
+                          data={"problems": bad, "nccl": version if nccl else None})
 
 
 @rule("NCL002")
@@ -110,19 +110,32 @@ def debug_vars(ctx):
             yield ctx.finding(ev, subject=name, remedy=f"unset {name}")
 
 
+def nccl_in_use(snap) -> str | None:
+    """The NCCL version the inputs show for the job: torch's (collect_env / a report's probe), else the NCCL log's
+    banner ("NCCL version 2.27.3+cuda12.8" -> "2.27.3"), else the nvidia-nccl-cu* wheel of a pip list; None."""
+    t = snap.torch
+    if t is not None and t.nccl_version:
+        return t.nccl_version
+    logs = snap.logs
+    if logs is not None and logs.nccl is not None and logs.nccl.version:
+        return logs.nccl.version.split("+")[0]
+    wheels = t.nvidia_wheels if t is not None else {}
+    return next((v for k, v in sorted(wheels.items()) if k.startswith("nvidia-nccl-cu")), None)
+
+
 def _workaround(ctx, name: str, value: str, known: dict, ev: list[str]):
     """NCL005's finding for a framework's workaround of an NCCL bug fixed in ``known["fixed_in"]``."""
-    t = ctx.snap.torch
-    nccl = vtuple(t.nccl_version) if t is not None and t.nccl_version else None
+    version = nccl_in_use(ctx.snap)
+    nccl = vtuple(version) if version else None
     fixed = known["fixed_in"]
     needed = vtuple(fixed) or (0,)
     ev += [f"a known workaround: {known['why']}", f"its cost: {known['cost']}"]
     sources = [known["source"], *ctx.spec.sources]
     if nccl is not None and nccl >= needed:
-        ev.append(f"NCCL {t.nccl_version} is {fixed} or newer: the workaround is no longer needed")
-        return ctx.finding(ev, subject=name, remedy=f"unset {name} (NCCL {t.nccl_version} has the fix)",
+        ev.append(f"NCCL {version} is {fixed} or newer: the workaround is no longer needed")
+        return ctx.finding(ev, subject=name, remedy=f"unset {name} (NCCL {version} has the fix)",
                            sources=sources)
-    have = f"NCCL {t.nccl_version} is older than {fixed}" if nccl else "the NCCL version is not in the inputs"
+    have = f"NCCL {version} is older than {fixed}" if nccl else "the NCCL version is not in the inputs"
     ev.append(f"{have}: keep it only where the framework needs it")
     return ctx.finding(ev, subject=name, severity="info", sources=sources,
                        remedy=f"keep {name}={value} with NCCL older than {fixed}; upgrade NCCL (a newer torch wheel "
