@@ -225,3 +225,27 @@ def test_a_hardware_xid_still_takes_the_application_error_as_its_follow_on(tmp_p
     assert found[0]["rule_id"] == "LOG001" and found[0]["data"]["xid"] == 79
     assert "SIG023" not in [f["rule_id"] for f in found]
     assert any(f["rule_id"] == "LOG001" and f["data"]["xid"] == 13 for f in found)  # not folded into a hidden hit
+
+
+def _xid_of(xid: int, bus: str, pid: int, name: str, text: str) -> str:
+    return f"[ 1234.567890] NVRM: Xid (PCI:0000:{bus}:00): {xid}, pid={pid}, name={name}, {text}\n"
+
+
+def test_the_jobs_own_mmu_fault_is_its_cause_not_an_ecc_error_of_another_gpu(tmp_path):
+    (tmp_path / "dmesg.txt").write_text(_xid_of(48, "86", 1, "init", "An uncorrectable double bit error (DBE) has "
+                                                 "been detected on GPU in the framebuffer at partition 2.")
+                                        + _xid_of(31, "18", 4242, "python", _MMU))
+    (tmp_path / "train.log").write_text(_APP.format(err="an illegal memory access was encountered"))
+    found = _check(tmp_path / "dmesg.txt", tmp_path / "train.log")
+    sig = next(f for f in found if f["rule_id"] == "SIG023")
+    assert any("the kernel's record of this fault: Xid 31" in e for e in sig["evidence"])
+    ecc = next(f for f in found if f["rule_id"] == "LOG001" and f["data"]["xid"] == 48)
+    assert ecc["data"]["follow_on_signatures"] == []  # not caused by the ECC error of GPU 86:00
+
+
+def test_another_programs_graphics_exception_is_not_the_jobs_record(tmp_path):
+    (tmp_path / "dmesg.txt").write_text(_xid_of(13, "3b", 50011, "other_job", _SM))
+    (tmp_path / "train.log").write_text(_APP.format(err="an illegal memory access was encountered"))
+    found = _check(tmp_path / "dmesg.txt", tmp_path / "train.log")
+    assert {f["rule_id"] for f in found} >= {"SIG023", "LOG001"}
+    assert not any("kernel's record" in e for f in found for e in f["evidence"])

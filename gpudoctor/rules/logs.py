@@ -379,7 +379,7 @@ def _register_signature(entry: dict) -> None:
         hit_ids = _hit_ids(logs)
         for hit in logs.signatures:
             if hit.id == sid:
-                if _suppressed(entry, hit_ids, logs.signatures)[0]:
+                if _suppressed(entry, _cause_ids(entry, logs, hit_ids), logs.signatures)[0]:
                     return  # a follow-on: the cause's finding lists it
                 ev = [f"matched ({describe(hit)}):"] + [f"  {line}" for line in hit.lines]
                 concl = _conclusion(entry, hit.groups)
@@ -525,26 +525,59 @@ def xid_groups(logs) -> dict[tuple[int, str], list]:
     return groups
 
 
-def kernel_records(logs) -> dict[tuple[int, str], str]:
-    """(Xid, GPU key) -> the id of the signature whose fault that Xid group records: an application-blamed Xid
-    (rules/xid.toml) listed in the ``kernel_xids`` of a signature that matched and is reported on its own (the CUDA
-    error a process printed for the MMU fault, Xid 31, and graphics exception, Xid 13, the kernel logged for it). A
-    group hit by three or more processes is not folded: a fault that follows one GPU points at the GPU."""
+#: the process an Xid line names ("NVRM: Xid (PCI:0000:18:00): 31, pid=4242, name=python, ..."; R525+)
+_XID_NAME = re.compile(r"\bname=([^,\s]+)")
+#: process names of a PyTorch job: the interpreter, or the thread torch names ("pt_main_thread", "pt_autograd_0")
+_JOB_PROCESS = re.compile(r"(?i)python[\d.]*|pt_\w+|torchrun|ray::\S+")
+
+
+def _app_xid_groups(logs, hit) -> dict[tuple[int, str], list]:
+    """The Xid groups that record signature ``hit``'s fault: application-blamed (rules/xid.toml), one of its entry's
+    ``kernel_xids``, hit by fewer than three processes (a fault that follows one GPU points at the GPU), and logged
+    for a process of the job (no name, a Python / torch thread name, or a name its lines mention: nccl-tests'
+    all_reduce_perf); another program's fault (name=other_job) is not this one's."""
+    codes = (_BY_ID.get(hit.id) or {}).get("kernel_xids") or ()
+    if not codes or not logs.xids:
+        return {}
     table = data.load("xid").get("xid", {})
-    hit_ids = _hit_ids(logs)
-    owners = [(h.id, _BY_ID[h.id]["kernel_xids"]) for h in logs.signatures
-              if _BY_ID.get(h.id, {}).get("kernel_xids") and not _suppressed(_BY_ID[h.id], hit_ids, logs.signatures)[0]]
-    out: dict[tuple[int, str], str] = {}
-    if not owners:
-        return out
+    said = " ".join(hit.lines)
+    out = {}
     for (code, bus), events in xid_groups(logs).items():
-        if (table.get(str(code)) or {}).get("blame") != "application":
+        if code not in codes or (table.get(str(code)) or {}).get("blame") != "application":
             continue
         if len({m.group(1) for x in events for m in [_PID.search(x.line)] if m}) >= 3:
             continue
-        owner = next((sid for sid, codes in owners if code in codes), None)
-        if owner is not None:
-            out[(code, bus)] = owner
+        names = {m.group(1) for x in events for m in [_XID_NAME.search(x.line)] if m}
+        if names and not any(_JOB_PROCESS.fullmatch(n) or n in said for n in names):
+            continue
+        out[(code, bus)] = events
+    return out
+
+
+def _cause_ids(entry: dict, logs, hit_ids: set[str]) -> set[str]:
+    """``hit_ids`` as causes of ``entry``'s hits: without the hardware Xids (LOG001) when the kernel logged this
+    very fault as the application's (Xid 31 / 13 of the job's process) on a GPU no hardware Xid names: an Xid 48 on
+    another GPU did not cause it (one on the same GPU, or a GPU off the bus there, did)."""
+    if XID_CAUSE in hit_ids and entry.get("kernel_xids"):
+        own = next((h for h in logs.signatures if h.id == entry["id"]), None)
+        broken = {bus for _, bus in hardware_xids(logs)}
+        if own is not None and any(bus not in broken for _, bus in _app_xid_groups(logs, own)):
+            return hit_ids - {XID_CAUSE}
+    return hit_ids
+
+
+def kernel_records(logs) -> dict[tuple[int, str], str]:
+    """(Xid, GPU key) -> the id of the signature whose fault that Xid group records (:func:`_app_xid_groups`: the
+    MMU fault, Xid 31, and graphics exception, Xid 13, the kernel logged for the CUDA error a process printed), for
+    the signatures that matched and are reported on their own."""
+    hit_ids = _hit_ids(logs)
+    out: dict[tuple[int, str], str] = {}
+    for h in logs.signatures:
+        entry = _BY_ID.get(h.id, {})
+        if not entry.get("kernel_xids") or _suppressed(entry, _cause_ids(entry, logs, hit_ids), logs.signatures)[0]:
+            continue
+        for key in _app_xid_groups(logs, h):
+            out.setdefault(key, h.id)
     return out
 
 
@@ -572,8 +605,9 @@ def follow_ons_of(logs, rule_id: str) -> list:
         entry = _BY_ID.get(h.id)
         if entry is None or rule_id not in entry.get("follows", ()):
             continue
-        causes = _suppressed(entry, hit_ids, logs.signatures)[1]
-        if causes == [rule_id] and not _suppressed(entry, hit_ids - {rule_id}, logs.signatures)[0]:
+        ids = _cause_ids(entry, logs, hit_ids)
+        causes = _suppressed(entry, ids, logs.signatures)[1]
+        if causes == [rule_id] and not _suppressed(entry, ids - {rule_id}, logs.signatures)[0]:
             out.append(h)
     return out
 
