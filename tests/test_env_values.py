@@ -303,3 +303,35 @@ def test_the_cumem_workaround_is_judged_by_the_nccl_of_the_log_when_torch_is_not
                                    "h:1:1 [0] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0.\n")
     f = next(x for x in found if x["rule_id"] == "NCL005")
     assert f["severity"] == "warning" and "NCCL 2.27.3 is 2.22.3 or newer" in " ".join(f["evidence"])
+
+
+@pytest.mark.parametrize("name,value,fix", [("NCCL_P2P_DISABLE", "true", "NCCL_P2P_DISABLE=1"),
+                                            ("NCCL_COLLNET_ENABLE", "yes", "NCCL_COLLNET_ENABLE=1"),
+                                            ("NCCL_NTHREADS", "8M", "NCCL_NTHREADS=<integer>")])
+def test_variables_nccl_reads_with_strtol_itself_and_units_only_for_sizes(h200_snap, name, value, fix):
+    """paths.cc ncclGetLevel: strtol(NCCL_P2P_DISABLE) == 1 disables P2P, so 'true' disables nothing (and NCL005 does
+    not say it does); a unit suffix is suggested as bytes only for the byte sizes."""
+    from gpudoctor.rules import evaluate
+
+    h200_snap.env.variables[name] = value
+    rep = evaluate(h200_snap, only=["NCL013", "NCL005"])
+    f, = [x for x in rep.findings if x.rule_id == "NCL013"]
+    assert f.data["read"] == 0 or name == "NCCL_NTHREADS"
+    assert fix in f.remedy and "NCL005" not in [x.rule_id for x in rep.findings if x.subject == name
+                                                and "disables" in " ".join(x.evidence)]
+
+
+def test_the_value_nccl_logged_wins_over_an_environment_dump_of_another_run(tmp_path):
+    env = tmp_path / "env.txt"
+    env.write_text("NCCL_BUFFSIZE=8M\n")
+    log = tmp_path / "nccl.log"
+    log.write_text("h:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.\nh:1:1 [0] NCCL INFO NCCL "
+                   "version 2.27.3+cuda12.8\n")
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    res = CliRunner().invoke(app, ["check", str(env), str(log), "--format", "json"])
+    assert "NCL013" not in [f["rule_id"] for f in json.loads(res.stdout)["findings"]]

@@ -351,11 +351,14 @@ def integer_values(ctx):
     what it read up to the first other character, without a warning: NCCL_BUFFSIZE=8M is 8 bytes, NCCL_IB_DISABLE=true
     is 0 (IB enabled), NCCL_IB_GID_INDEX=08 is 0 (a leading 0 is octal)."""
     env = ctx.env()
-    integers = set(data.load("nccl_env_names").get("integer", ()))
+    integers = nccl_integers()
     sizes = data.load("nccl_env").get("byte_sizes", {})
+    logged = ctx.snap.logs.nccl.env_set if ctx.snap.logs is not None and ctx.snap.logs.nccl is not None else {}
     for name in sorted(n for n in env if n in integers):
         value = env[name]
         read = misread(value)
+        if read is not None and name in logged and logged[name] != value and misread(logged[name]) is None:
+            continue  # NCCL's own line shows the number it used (another run than the environment dump's)
         if read is None and name in sizes and 0 < _int(value) < 1024:
             default = f"NCCL's default is {sizes[name]} bytes" if sizes[name] else "NCCL sizes it by protocol"
             yield ctx.finding([f"{name}={value}: {_int(value)} bytes ({default}); a size written with a unit (8M, "
@@ -370,7 +373,7 @@ def integer_values(ctx):
         yield ctx.finding([f"{name}={value}: NCCL parses it with strtoll(value, NULL, 0) and reads {read}{octal}"],
                           subject=name, title=f"{name}={value} is read by NCCL as {read}",
                           remedy=f"Give {name} a plain integer in the unit NCCL documents for it (bytes, a count, "
-                                 f"0 / 1 for a switch), without suffixes or words: {_suggest(name, value)}",
+                                 f"0 / 1 for a switch), without suffixes or words: {_suggest(name, value, sizes)}",
                           data={"value": value, "read": read})
 
 
@@ -422,8 +425,14 @@ def _octal(value: str) -> bool:
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
-def _suggest(name: str, value: str) -> str:
-    """The value the user likely meant: 8M -> 8388608, true -> 1, 08 -> 8."""
+def nccl_integers() -> set[str]:
+    """The NCCL_* variables NCCL parses as integers: NCCL_PARAM's (rules/nccl_env_names.toml) and those it reads with
+    strtol itself (rules/nccl_env.toml strtol_read)."""
+    return set(data.load("nccl_env_names").get("integer", ())) | set(data.load("nccl_env").get("strtol_read", ()))
+
+
+def _suggest(name: str, value: str, sizes: dict) -> str:
+    """The value the user likely meant: 8M -> 8388608 (a byte size of ``sizes`` only), true -> 1, 08 -> 8."""
     v = value.strip()
     low = v.lower()
     if low in ("true", "yes", "on", "enable", "enabled"):
@@ -431,7 +440,7 @@ def _suggest(name: str, value: str) -> str:
     if low in ("false", "no", "off", "disable", "disabled"):
         return f"{name}=0"
     num = v.rstrip("bB").rstrip("iI")
-    if num[:-1].isdigit() and num[-1:].lower() in _UNITS:
+    if name in sizes and num[:-1].isdigit() and num[-1:].lower() in _UNITS:
         return f"{name}={int(num[:-1]) * _UNITS[num[-1].lower()]}"
     if v.isdigit():
         return f"{name}={int(v)}"

@@ -96,8 +96,14 @@ def debug_vars(ctx):
     """Flags the NCCL debugging-only variables (P2P/SHM disable, buffer and thread overrides). A framework's known
     workaround (rules/nccl_env.toml [workarounds]: NCCL_CUMEM_ENABLE=0 for NCCL 2.19-2.22.2) is information while the
     NCCL in use (collect_env / the report's torch facts) still needs it or is unknown, a warning once it is fixed."""
+    from gpudoctor.rules.env_values import misread, nccl_integers
+
     workarounds = _nccl().get("workarounds", {})
+    integers = nccl_integers()
     for name, value, what in _listed(ctx, "debug_only"):
+        read = misread(value) if name in integers else None
+        if name.endswith("_DISABLE") and read == 0:
+            continue  # NCCL reads true / yes / 08 as 0: nothing is disabled (NCL013 says so)
         if not (name.endswith("_DISABLE") and value.strip() in ("0", "")):
             ev = [f"{name}={value}: {what}"]
             if name in PATH_LEVEL_VARS and not valid_path_level(value):
