@@ -335,3 +335,11 @@ def test_the_value_nccl_logged_wins_over_an_environment_dump_of_another_run(tmp_
 
     res = CliRunner().invoke(app, ["check", str(env), str(log), "--format", "json"])
     assert "NCL013" not in [f["rule_id"] for f in json.loads(res.stdout)["findings"]]
+
+
+def test_container_bridges_on_a_one_node_job_are_a_note(tmp_path):
+    """init.cc INFO "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d" (2.21+): one node."""
+    one = "n1:2841:2900 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+    _, found = _nccl_log(tmp_path, _AUTO.format(more=_BRIDGES) + one)
+    f = next(x for x in found if x["rule_id"] == "NCL012")
+    assert f["severity"] == "info" and "one node" in " ".join(f["evidence"])

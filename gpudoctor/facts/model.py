@@ -40,7 +40,7 @@ SCHEMA_VERSION = "2.5"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      file's first exception line that no signature explains, with its line number and rank).
 # 2.5: logs.signatures[].first_time (the wall-clock stamp of the first match's line or the nearest line above it:
 #      the cause of per-rank logs is ordered by time); logs.nccl.socket_addresses (the address NCCL's 'Using' lines
-#      give each interface).
+#      give each interface); logs.nccl.nnodes.
 
 Unlimited = Literal["unlimited"]
 
@@ -336,6 +336,8 @@ class NcclLogFacts(_Model):
     socket_interfaces: list[str] = Field(
         default_factory=list, description="interfaces of the 'Bootstrap : Using' / 'NET/Socket : Using' lines, "
                                           "e.g. ['bond0', 'bond0.2973']")
+    nnodes: int | None = Field(None, description="nodes of the communicator ('comm %p rank %d nRanks %d nNodes %d', "
+                               "2.21+; 'Communicator has %d nodes', older): the largest seen")
     socket_addresses: dict[str, str] = Field(
         default_factory=dict, description="interface -> the address those lines give for it (the first seen)")
     bootstrap_no_interface: bool = Field(False, description="a 'Bootstrap : Using' line that names no interface")

@@ -65,6 +65,8 @@ def _merge_nccl(items: list[NcclLogFacts]) -> NcclLogFacts | None:
         out.env_set = {**out.env_set, **n.env_set}
         out.host_nets = {**out.host_nets, **n.host_nets}
         out.socket_addresses = {**n.socket_addresses, **out.socket_addresses}  # the first address seen wins
+        if n.nnodes is not None:
+            out.nnodes = max(out.nnodes or 0, n.nnodes)
         mine = {c.comm_id: c for c in out.comms}
         for c in n.comms:
             if c.comm_id not in mine:

@@ -327,13 +327,18 @@ def virtual_socket_interfaces(ctx):
         ev.append(f"{nccl.socket_interfaces[0]} comes first: it is the address NCCL gives its peers")
     if failed:
         ev.append(f"socket connections failed in the same log ({', '.join(failed)}): over one of these, likeliest")
+    one_node = nccl.nnodes == 1 or multi_node(env) is False
+    if one_node and not failed:
+        ev.append("the job runs on one node (NCCL's nNodes 1 / the launcher's variables): harmless there; a "
+                  "multi-node run from this host would advertise these addresses")
     exclude = sorted({_name_prefix(i) for i in why} | {"docker", "lo"})
     remedy = (f"Name the interface that reaches the other nodes: NCCL_SOCKET_IFNAME=={real[0]} (two '=': exactly "
               "that one)" if real else
               "Set NCCL_SOCKET_IFNAME to the interface that routes between the nodes (`ip -br addr`, `ip route get "
               "<other node's IP>`)")
     remedy += f", or exclude the others: NCCL_SOCKET_IFNAME=^{','.join(exclude)}; set it on every node."
-    yield ctx.finding(ev, severity="error" if failed else "warning", subject="NCCL_SOCKET_IFNAME", remedy=remedy,
+    yield ctx.finding(ev, severity="error" if failed else "info" if one_node else "warning",
+                      subject="NCCL_SOCKET_IFNAME", remedy=remedy,
                       data={"interfaces": nccl.socket_interfaces, "virtual": list(why), "failures": failed})
 
 
