@@ -75,7 +75,14 @@ def test_json_is_a_report_even_when_no_input_is_usable(tmp_path: Path) -> None:
     doc = json.loads(res.stdout)
     assert {Path(i["path"]).name: i["status"] for i in doc["snapshot"]["inputs"]} == {
         "core.bin": "rejected", "todo.md": "skipped"}
-    assert doc["findings"] == [] and doc["summary"]["passed"] == 0  # nothing read: nothing passes (LOG000 included)
+    assert [(f["rule_id"], f["severity"]) for f in doc["findings"]] == [("LOG000", "error")]  # nothing diagnosed
+    assert doc["summary"]["passed"] == 0 and doc["summary"]["errors"] == 1
+    html = runner.invoke(app, ["check", "--format", "html", str(bad)])
+    assert html.exit_code == 2 and "No input could be read" in html.stdout
+    junit = runner.invoke(app, ["check", "--format", "junit", str(bad)])
+    assert 'failures="0"' not in junit.stdout.split("\n", 3)[1] + junit.stdout[:400]
+    save = tmp_path / "r.json"
+    assert runner.invoke(app, ["check", "--save", str(save), str(bad)]).exit_code == 2 and save.exists()
     assert "core.bin" in res.stderr
     text = runner.invoke(app, ["check", str(bad)])
     assert text.exit_code == 2 and text.stdout == ""  # the terminal keeps the one-line error on stderr

@@ -265,7 +265,7 @@ def check(
     if result.report is None:
         for msg in result.skipped:
             sys.stderr.write(f"gpudoctor: skipped (in a folder): {msg}\n")
-        if out.fmt != "text" and result.unusable is not None:  # a script reading --json still gets a report
+        if (out.fmt != "text" or save) and result.unusable is not None:  # a script reading --json gets a report
             emit(result.unusable, out, save, verbose, fail_on, input_errors=result.errors or ["no usable input"])
         for msg in result.errors or ["no usable input"]:
             sys.stderr.write(f"gpudoctor: error: {msg}\n")

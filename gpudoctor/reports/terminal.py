@@ -63,7 +63,8 @@ def header_lines(report: Report) -> list[str]:
         kinds = sorted({k for i in read for k in i.kinds})
         unread = [f"{n} {st}" for st in ("skipped", "rejected") if (n := sum(i.status == st for i in s.inputs))]
         more = f" ({', '.join(unread)}: -v or --json lists them)" if unread else ""
-        lines.insert(0, f"[bold]Inputs[/] {len(read)} file(s): {escape(', '.join(kinds) or 'error text')}{more}")
+        what = (", ".join(kinds) or "error text") if read else "none read"
+        lines.insert(0, f"[bold]Inputs[/] {len(read)} file(s): {escape(what)}{more}")
     if t is None and any(e.probe == "torch" for e in s.probe_errors):
         lines.append("[bold]PyTorch[/] unknown: the torch probe failed (see probe errors)")
     if t:

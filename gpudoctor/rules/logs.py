@@ -440,8 +440,12 @@ def inputs(ctx):
     """Reports the inputs of `gpudoctor check` that were recognised but could not be turned into facts."""
     if not ctx.snap.inputs:
         raise NotApplicable("no saved inputs (live scan)")
-    if not any(i.status == "read" for i in ctx.snap.inputs):
-        raise NotAssessed("no input could be read")
+    if not any(i.status == "read" for i in ctx.snap.inputs):  # every format then says so (HTML, JUnit, JSON)
+        yield ctx.finding([f"{i.path}: {i.status}: {i.reason}" for i in ctx.snap.inputs[:20]], severity="error",
+                          title="No input could be read: nothing was diagnosed",
+                          remedy="Pass the files `check` reads (gpudoctor check --help lists them); each line above "
+                                 "says why its input was not read.", data={"inputs": len(ctx.snap.inputs)})
+        return
     notes = [f"{i.path}: {i.note}" for i in ctx.snap.inputs if i.note and i.status == "read"]
     unavailable = [n for n in notes if "not available" in n]
     if unavailable and len(unavailable) == len(notes):
