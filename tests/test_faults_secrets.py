@@ -56,6 +56,9 @@ def gd(*args, env=None, timeout=120):
     ("python train.py --hf-token PLANTED-T0K --bs 8", "--hf-token <redacted> --bs 8"),
     ("key AKIAABCDEFGHIJKLMNOP used", "key <redacted> used"),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEPLANTED\n-----END RSA PRIVATE KEY-----", "<redacted>"),
+    ("push failed with header Authorization: Bearer PLANTED-sk_live_51Habcdef", "Authorization: Bearer <redacted>"),
+    ('headers={"Authorization": "Basic PLANTEDdXNlcjpwYXNz"}', '"Authorization": "Basic <redacted>"'),
+    ("charge with sk_live_PLANTEDabcdefghijklmnop failed", "charge with <redacted> failed"),
 ])
 def test_scrub_text_removes_credentials(text, kept):
     out = scrub_text(text)

@@ -8,8 +8,9 @@ message. Any of them can carry a token (a traceback showing ``token="hf_..."``, 
 
 - the value of every secret-looking variable of this process's environment (same test as the env
   probe: name with TOKEN/SECRET/PASSWORD/KEY/..., or a value shaped like a credential), 8+ characters;
-- credential-shaped values (GitHub/Hugging Face/OpenAI/Slack tokens, AWS access key ids, JWTs,
-  private-key headers, ``scheme://user:password@``);
+- credential-shaped values (GitHub/Hugging Face/OpenAI/Stripe/Slack tokens, AWS access key ids, JWTs,
+  private-key headers, ``scheme://user:password@``) and an Authorization header's credentials after its scheme
+  word (``Authorization: Bearer ...``);
 - the value in ``NAME=value`` / ``NAME: value`` / ``--name value`` when NAME says token, secret,
   password, api key, access key, private key or credential (``HF_TOKEN=...``, ``password: ...``).
 
@@ -30,9 +31,13 @@ M = TypeVar("M", bound=BaseModel)
 
 _SHAPED = re.compile(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}"
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|xox[baprs]-[A-Za-z0-9-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]+)?)"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(?:-----END [A-Z ]*PRIVATE KEY-----)?")
 _URL_CRED = re.compile(r"(://[^/\s:@\"']+:)[^/\s@\"']+(@)")
+#: an HTTP Authorization header's credentials after its scheme word ("Authorization: Bearer <token>", Basic, Token)
+_AUTH_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|apikey)"
+                          r"\s+)(?!<redacted>)([^\s\"',;]{3,})")
 _NAME = r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)" \
         r"(?:[_.-][A-Za-z0-9_.-]*)?"
 _NAMED = re.compile(rf"(?i)(\b{_NAME}[\"']?\s*[=:]\s*[\"']?|--{_NAME}[ =][\"']?)(?!<redacted>)([^\s\"',;)}}\]]{{3,}})")
@@ -46,7 +51,7 @@ def secret_values(environ: Mapping[str, str] | None = None, min_len: int = 8) ->
 
 
 # a literal every match of each pattern contains (_NAMED's: lower-cased): a string without it skips that pattern
-_SHAPED_LITERALS = ("gh", "hf_", "sk-", "AKIA", "xox", "eyJ", "-----BEGIN")
+_SHAPED_LITERALS = ("gh", "hf_", "sk-", "sk_", "rk_", "AKIA", "xox", "eyJ", "-----BEGIN")
 _NAMED_LITERALS = ("token", "secret", "passw", "key", "credential")
 
 
@@ -62,6 +67,9 @@ def scrub_text(text: str, values: Iterable[str] = ()) -> str:
     if "://" in text and "@" in text:
         text = _URL_CRED.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
     low = text.lower()
+    if "authorization" in low:  # before _NAMED: the scheme word is not the secret, the credential after it is
+        text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+        low = text.lower()
     if any(a in low for a in _NAMED_LITERALS) or not text.isascii():  # (?i) folds some non-ASCII letters too
         text = _NAMED.sub(lambda m: m.group(1) + REDACTED, text)
     return text
