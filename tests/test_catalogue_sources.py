@@ -499,6 +499,8 @@ REAL = [
     ("SIG378", "ValueError: `FlatParameter` requires uniform `requires_grad`"),
     ("SIG421", "[rank0]: ValueError: Must flatten tensors with uniform dtype but got torch.bfloat16 and torch.float32"),
     ("SIG421", "ValueError: `FlatParameter` requires uniform dtype but got torch.float16 and torch.float32"),
+    ("SIG421", "[rank0]: AssertionError: FSDP expects uniform original parameter dtype but got {torch.bfloat16, "
+               "torch.float32}"),
     ("SIG517", "deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA "
                "version 12.2 does not match the version torch was compiled with 11.7, unable to compile cuda/cpp "
                "extensions without a matching cuda version."),

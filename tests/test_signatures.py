@@ -178,3 +178,10 @@ def test_every_signature_compiles_for_the_re2_prefilter():
     want = re.search(ents[i]["regex"], line, re.IGNORECASE | re.MULTILINE)
     got = next(eng.finditer(i, line, 0, len(line), len(line)))
     assert (got.start(), got.end(), got.groupdict()) == (want.start(), want.end(), want.groupdict())
+
+
+def test_traceback_furniture_after_a_time_stamp_is_not_an_error_line():
+    text = ("2024-05-01 10:00:01 [rank3]: Traceback (most recent call last):\n"
+            "2024-05-01 10:00:01 [rank3]:   File \"train.py\", line 10, in <module>\n"
+            "[2024-05-01T10:00:01.5Z] Traceback (most recent call last):\n")
+    assert unexplained_error_lines(text, []) == []

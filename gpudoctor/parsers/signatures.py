@@ -54,9 +54,11 @@ _ERRORISH_LITERALS = ("error", "exception", "traceback", "failed", "fatal", "war
                       "cannot", "can't", "timed out", "assertion", "not found", "not available", "not detected")
 # not error lines: traceback furniture (Python's, and the C++ 'frame #N:' lines of a c10::Error), source lines
 # Python echoes (a warning's `warnings.warn(...)` call), NAME=value lines of an environment dump, NCCL INFO;
-# a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank);
+# a torchrun line prefix: "[rank3]:" (torch's rank prefix), "[default0]:" / "[trainer3]:" (--tee, role + local rank),
+# after a logger's or collector's time stamp ("2024-05-01 10:00:01 [rank3]: Traceback ...");
 # a "# ..." comment (a note the user or a harness wrote into the paste, a Markdown heading)
-_NOISE = re.compile(r"^\s*(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:#(?:\s|$)|File \"|\^+$|~+$|frame #\d+: "
+_NOISE = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+)?"
+                    r"(?:\[[A-Za-z_]\w*?\d+\]:\s*)*(?:#(?:\s|$)|File \"|\^+$|~+$|frame #\d+: "
                     r"|Traceback \(most recent call last\)|return |\w+ = |Last error:\s*$|>>> "
                     # IPython / Jupyter: "RuntimeError    Traceback (most recent call last)" and its "--> 197 code"
                     r"|\w+\s+Traceback \(most recent call last\)|-*> ?\d+ "
