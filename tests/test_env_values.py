@@ -343,3 +343,24 @@ def test_container_bridges_on_a_one_node_job_are_a_note(tmp_path):
     _, found = _nccl_log(tmp_path, _AUTO.format(more=_BRIDGES) + one)
     f = next(x for x in found if x["rule_id"] == "NCL012")
     assert f["severity"] == "info" and "one node" in " ".join(f["evidence"])
+
+
+@pytest.mark.parametrize("text", [
+    "Containers:\n  pytorch:\n    Environment:\n      NCCL_BUFFSIZE:   8M\n      HF_TOKEN:        <set to the key "
+    "'t' in secret 'hf'>\n      WANDB_API_KEY:   0123456789abcdef0123456789\n    Mounts:\n      /dev/shm from dshm\n",
+    "spec:\n  containers:\n  - name: pytorch\n    env:\n    - name: NCCL_BUFFSIZE\n      value: \"8M\"\n"
+    "    - name: WANDB_API_KEY\n      value: 0123456789abcdef0123456789\n",
+])
+def test_a_pods_environment_is_read_from_kubectl_describe_and_a_pod_spec(tmp_path, text):
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    p = tmp_path / "pod.txt"
+    p.write_text(text)
+    res = CliRunner().invoke(app, ["check", str(p), "--format", "json"])
+    doc = json.loads(res.stdout)
+    assert doc["snapshot"]["env"]["variables"] == {"NCCL_BUFFSIZE": "8M"}  # training variables only, no secret
+    assert "NCL013" in [f["rule_id"] for f in doc["findings"]] and "0123456789abcdef" not in res.stdout

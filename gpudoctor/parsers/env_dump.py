@@ -28,6 +28,36 @@ def parse_env_lines(text: str) -> dict[str, str]:
     return out
 
 
+#: `kubectl describe pod`: "    Environment:" then one "      NAME:  value" line per variable (a secret or field
+#: reference is printed as "<set to the key 'k' in secret 's'>" and is no value)
+_DESCRIBE_HEAD = re.compile(r"^([ \t]*)Environment:[ \t]*$", re.M)
+_DESCRIBE_VAR = re.compile(r"^([ \t]+)([A-Za-z_][A-Za-z0-9_]*):[ \t]+(\S.*?)[ \t]*$")
+#: a pod spec's (kubectl get pod -o yaml, a manifest) "- name: NCCL_X" with its "value: ..." on the next line
+_YAML_VAR = re.compile(r"^[ \t]*-[ \t]+name:[ \t]*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?[ \t]*\n[ \t]+value:[ \t]*(.*?)[ \t]*$",
+                       re.M)
+
+
+def parse_container_env(text: str) -> dict[str, str]:
+    """The variables a Kubernetes pod description (`kubectl describe pod`: its Environment blocks) or pod spec
+    (`env: - name: / value:`) sets, quotes removed; references to secrets and fields are left out."""
+    out: dict[str, str] = {}
+    t = clean(text)
+    for head in _DESCRIBE_HEAD.finditer(t):
+        indent = len(head.group(1).expandtabs())
+        for line in t[head.end() + 1:].split("\n"):
+            m = _DESCRIBE_VAR.match(line)
+            if m is None or len(m.group(1).expandtabs()) <= indent:
+                break
+            if not m.group(3).startswith("<"):
+                out.setdefault(m.group(2), m.group(3))
+    for m in _YAML_VAR.finditer(t):
+        v = m.group(2)
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+            v = v[1:-1]
+        out.setdefault(m.group(1), v)
+    return out
+
+
 #: the variables every login or container shell exports: a dump with PATH and one of these is the whole environment;
 #: a few NAME=value lines without them are an excerpt (only those variables are known)
 _SHELL_VARS = ("HOME", "PWD", "USER", "SHELL", "HOSTNAME", "LOGNAME", "TERM")

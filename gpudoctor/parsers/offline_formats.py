@@ -162,7 +162,16 @@ PRINTED_MAX_CHARS = 1 << 20  #: read in pasted text (up to 1 MiB), not in each c
 
 
 def _printed_vars(fp: FileParse, text: str) -> None:
-    """Launcher variables a pasted log prints, when each has one value there: an env fragment (not complete)."""
+    """Launcher variables a pasted log prints, when each has one value there, and the training variables of a
+    Kubernetes pod description or spec pasted with it: an env fragment (not complete)."""
+    if len(text) <= PRINTED_MAX_CHARS and ("Environment:" in text or "- name:" in text):
+        from gpudoctor.facts.env import collect_env
+        from gpudoctor.parsers.env_dump import parse_container_env
+
+        pod = collect_env(parse_container_env(text))  # training variables only, secrets redacted
+        if pod:
+            fp.frag("env", EnvFacts(source="a Kubernetes pod's environment (kubectl describe / pod spec)",
+                                    variables=pod), complete=False)
     if len(text) > PRINTED_MAX_CHARS or "=" not in text or not any(v + "=" in text for v in PRINTED_VARS):
         return
     seen: dict[str, set[str]] = {}
