@@ -105,6 +105,7 @@ P2P = "peer-access check"
 COLLECT_ENV = "collect_env"
 LSPCI = "lspci"
 IBSTAT = "ibstat / ibv_devinfo"
+K8S_ENV = "Kubernetes pod environment (kubectl describe / pod spec)"
 DF = "df"
 ULIMIT = "ulimit -a"
 DMESG = "kernel log"
@@ -217,6 +218,8 @@ _RULES: list[tuple[str, re.Pattern]] = [
             re.M,
         ),
     ),
+    (K8S_ENV, re.compile(r"^[ \t]+Environment:[ \t]*\r?\n[ \t]+[A-Za-z_][A-Za-z0-9_]*:[ \t]+\S"
+                         r"|^[ \t]*-[ \t]+name:[ \t]*[\"']?[A-Z_][A-Z0-9_]*[\"']?[ \t]*\r?\n[ \t]+value:", re.M)),
     (IBSTAT, re.compile(r"^CA '[^'\n]+'[ \t]*\n[ \t]+CA type:|^hca_id:[ \t]*\S+[ \t]*\n[ \t]+transport:", re.M)),
     (DF, re.compile(r"^Filesystem\s+\S+(?:\s\S+)?\s+Used\s+Avail", re.M)),
     (
@@ -267,6 +270,7 @@ GATES: dict[str, tuple[str, ...]] = {
     LSPCI: ("LnkCap:", "LnkSta:", "ACSCtl:", "ACSCap:", "PCI bridge:", "3D controller:", "VGA compatible controller:",
             "Ethernet controller:", "Infiniband controller:", "Host bridge:", "Bridge:"),
     IBSTAT: ("CA '", "hca_id:"),
+    K8S_ENV: ("Environment:", "- name:"),
     DF: ("Filesystem",),
     ULIMIT: ("(kbytes, -l)", "(kB, -l)", "-l: locked-in-memory", "locked memory", "open files", "nofiles"),
     DMESG: ("NVRM:", "Xid"),

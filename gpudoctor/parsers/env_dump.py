@@ -33,8 +33,8 @@ def parse_env_lines(text: str) -> dict[str, str]:
 _DESCRIBE_HEAD = re.compile(r"^([ \t]*)Environment:[ \t]*$", re.M)
 _DESCRIBE_VAR = re.compile(r"^([ \t]+)([A-Za-z_][A-Za-z0-9_]*):[ \t]+(\S.*?)[ \t]*$")
 #: a pod spec's (kubectl get pod -o yaml, a manifest) "- name: NCCL_X" with its "value: ..." on the next line
-_YAML_VAR = re.compile(r"^[ \t]*-[ \t]+name:[ \t]*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?[ \t]*\n[ \t]+value:[ \t]*(.*?)[ \t]*$",
-                       re.M)
+_YAML_VAR = re.compile(r"^[ \t]*-[ \t]+name:[ \t]*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?[ \t]*\n"
+                       r"[ \t]+value:[ \t]*(.*?)[ \t]*$", re.M)
 
 
 def parse_container_env(text: str) -> dict[str, str]:

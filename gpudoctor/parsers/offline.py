@@ -36,9 +36,10 @@ MAX_FILES = 2000
 UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (the first ones)
 #: formats that hold settings, not the output of a run: a Markdown paste made only of them and the writer's words
 #: has its quoted messages read as leads (a job script, then "all ranks but 0 fail with `invalid device ordinal`")
-SETTING_KINDS = {D.COMMAND, D.ENV, D.PATH_VALUE, D.PACKAGES}
+SETTING_KINDS = {D.COMMAND, D.ENV, D.PATH_VALUE, D.PACKAGES, D.K8S_ENV}
+#: (short listings pasted beside an error: its lines are still searched)
 LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.NCCL_TESTS, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P,
-             D.SMI_L, D.PACKAGES, D.MEMINFO}  # (short listings pasted beside an error: its lines are still searched)
+             D.SMI_L, D.PACKAGES, D.MEMINFO, D.K8S_ENV}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 

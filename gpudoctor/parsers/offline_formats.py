@@ -161,17 +161,18 @@ _PRINTED = re.compile(r"(?<![\w$])(" + "|".join(PRINTED_VARS) + r")=([^\s,;'\"\]
 PRINTED_MAX_CHARS = 1 << 20  #: read in pasted text (up to 1 MiB), not in each chunk of a large log
 
 
-def _printed_vars(fp: FileParse, text: str) -> None:
-    """Launcher variables a pasted log prints, when each has one value there, and the training variables of a
-    Kubernetes pod description or spec pasted with it: an env fragment (not complete)."""
-    if len(text) <= PRINTED_MAX_CHARS and ("Environment:" in text or "- name:" in text):
-        from gpudoctor.facts.env import collect_env
-        from gpudoctor.parsers.env_dump import parse_container_env
+def _k8s_env(fp: FileParse, text: str) -> None:
+    """The training variables of a Kubernetes pod description or spec: an env fragment (not complete)."""
+    from gpudoctor.facts.env import collect_env
+    from gpudoctor.parsers.env_dump import parse_container_env
 
-        pod = collect_env(parse_container_env(text))  # training variables only, secrets redacted
-        if pod:
-            fp.frag("env", EnvFacts(source="a Kubernetes pod's environment (kubectl describe / pod spec)",
-                                    variables=pod), complete=False)
+    pod = collect_env(parse_container_env(text))  # training variables only, secrets redacted
+    fp.frag("env", EnvFacts(source="a Kubernetes pod's environment (kubectl describe / pod spec)", variables=pod),
+            complete=False)
+
+
+def _printed_vars(fp: FileParse, text: str) -> None:
+    """Launcher variables a pasted log prints, when each has one value there: an env fragment (not complete)."""
     if len(text) > PRINTED_MAX_CHARS or "=" not in text or not any(v + "=" in text for v in PRINTED_VARS):
         return
     seen: dict[str, set[str]] = {}
@@ -247,6 +248,7 @@ HANDLERS: dict[str, Handler] = {
     D.COLLECT_ENV: _collect_env,
     D.LSPCI: _lspci,
     D.IBSTAT: _ibstat,
+    D.K8S_ENV: _k8s_env,
     D.DF: _df,
     D.DMESG: _kernel_log,
     D.NCCL: _nccl,
