@@ -13,7 +13,8 @@ from gpudoctor.parsers.signatures import catalogue, match_signatures
 from gpudoctor.rules import evaluate
 from gpudoctor.rules.logs import RULE_CAUSES
 
-FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi", "checkpoint"}
+FAMILIES = {"nccl", "c10d", "ddp", "cuda", "build", "dataloader", "container", "kernel", "nvidia-smi", "checkpoint",
+            "autograd"}
 ENTRIES = catalogue()
 IDS = {e["id"] for e in ENTRIES}
 FACT_RULES = set(data.load("rule_meta"))  # the fact rules a signature may restate

@@ -485,6 +485,24 @@ REAL = [
                "shared object file: No such file or directory when loading libnccl-net.so"),
     ("SIG513", "node2:3311:3311 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 0 : "
                "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so: undefined symbol: sharp_coll_init"),
+    # autograd (saved_variable.cpp, engine.cpp), Dynamo / inductor (utils.py, exc.py, cudagraph_trees.py)
+    ("SIG519", "[rank0]: RuntimeError: one of the variables needed for gradient computation has been modified by an "
+               "inplace operation: [torch.cuda.FloatTensor [64]], which is output 0 of ReluBackward0, is at version 2; "
+               "expected version 1 instead. Hint: the backtrace further above shows the operation"),
+    ("SIG520", "RuntimeError: Trying to backward through the graph a second time (or directly access saved tensors "
+               "after they have already been freed). Saved intermediate values of the graph are freed when you call "
+               ".backward() or autograd.grad()."),
+    ("SIG520", "RuntimeError: Trying to backward through the graph a second time, but the saved intermediate results "
+               "have already been freed. Specify retain_graph=True when calling backward the first time."),  # v1.x
+    ("SIG521", "[rank3]: RuntimeError: Function 'MulBackward0' returned nan values in its 1th output."),
+    ("SIG522", "torch._dynamo.exc.TorchRuntimeError: Dynamo failed to run FX node with fake tensors: call_function "
+               "<built-in function add>(*(FakeTensor(..., size=(4, 3)), FakeTensor(..., size=(5,))), **{}): got "
+               "RuntimeError('The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension "
+               "1')"),
+    ("SIG523", "torch._dynamo.exc.Unsupported: data dependent operator: aten._local_scalar_dense.default"),
+    ("SIG524", "RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
+               "run. Stack trace: File \"m.py\", line 3. To prevent overwriting, clone the tensor outside of "
+               "torch.compile()"),
     # DeepSpeed's runner: its ssh check uncaught (older releases: CalledProcessError of check_call's list argument)
     ("SIG450", "subprocess.CalledProcessError: Command '['ssh', '-o', 'PasswordAuthentication=no', '192.168.3.100', "
                "'hostname']' returned non-zero exit status 255."),
@@ -567,6 +585,10 @@ BENIGN = [
     "compatible, accepting this combination",
     "FSDP(model, use_orig_params=True, mixed_precision=MixedPrecision(param_dtype=torch.bfloat16))",
     "[rank0]: Join: rank 0 has exhausted its inputs and is shadowing the collectives",
+    "loss.backward(retain_graph=True)  # keep the graph for the second loss",
+    "UserWarning: Unable to hit fast path of CUDAGraphs because outputs from a previous step still require backward.",
+    "V1204 10:00:00.000 torch/_dynamo/symbolic_convert.py:1201] [0/0] [__graph_breaks] Graph break in user code",
+    "UserWarning: Error detected in NativeBatchNormBackward0. Traceback of forward call that caused the error:",
 ]
 
 

@@ -122,3 +122,22 @@ def test_open_mpi_tagged_output_with_mpiruns_own_footer_names_the_rank(tmp_path)
     doc = _doc(tmp_path, text)
     oom = next(f for f in doc["findings"] if f["rule_id"] == "SIG012")
     assert oom["data"]["ranks"] == [1] and "SIG000" not in {f["rule_id"] for f in doc["findings"]}
+
+
+def test_a_healthy_service_log_from_journalctl_is_a_clean_report(tmp_path):
+    """journalctl -u nvidia-fabricmanager of a healthy start: read (its prefix stripped), nothing wrong, exit 0."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    p = tmp_path / "fm.log"
+    p.write_text("Dec 04 06:05:40 hgx-node17 systemd[1]: Starting NVIDIA fabric manager service...\n"
+                 "Dec 04 06:05:43 hgx-node17 nv-fabricmanager[5532]: Connected to 1 node.\n"
+                 "Dec 04 06:05:48 hgx-node17 nv-fabricmanager[5532]: Successfully configured all the available GPUs "
+                 "and NVSwitches to route NVLink traffic.\n"
+                 "Dec 04 06:05:48 hgx-node17 systemd[1]: Started NVIDIA fabric manager service.\n")
+    res = CliRunner().invoke(app, ["check", str(p), "--format", "json"])
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 0 and doc["findings"] == [] and doc["snapshot"]["inputs"][0]["status"] == "read"

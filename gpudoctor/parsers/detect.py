@@ -106,6 +106,7 @@ COLLECT_ENV = "collect_env"
 LSPCI = "lspci"
 IBSTAT = "ibstat / ibv_devinfo"
 K8S_ENV = "Kubernetes pod environment (kubectl describe / pod spec)"
+SYSLOG = "system log (journald / syslog)"
 DF = "df"
 ULIMIT = "ulimit -a"
 DMESG = "kernel log"
@@ -295,6 +296,19 @@ def _gate(text: str, kind: str) -> bool:
 
 
 _ENV_LINE = re.compile(r"^(?:export\s+|declare -x\s+)?[A-Za-z_][A-Za-z0-9_]*=")
+
+
+#: a journalctl / syslog line of a service ("Dec 04 06:05:43 hgx-node17 nv-fabricmanager[5532]: ...", ISO stamps of
+#: journalctl -o short-iso): its prefix is stripped before the formats are recognised (parsers/_text.py)
+_SYSLOG_LINE = re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*) [\w.-]+ "
+                          r"[\w.@/-]+(?:\[\d+\])?: \S")
+
+
+def is_service_log(text: str) -> bool:
+    """Whether most of the first 20 non-empty lines of ``text`` are journald / syslog lines: a service's log (Fabric
+    Manager, persistenced, the container runtime), read for its errors; a healthy one is a clean report."""
+    lines = [x for x in text[:1 << 16].split("\n")[:40] if x.strip()][:20]
+    return bool(lines) and sum(1 for x in lines if _SYSLOG_LINE.match(x)) * 2 > len(lines)
 
 
 def looks_like_env(text: str) -> bool:

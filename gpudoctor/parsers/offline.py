@@ -39,7 +39,7 @@ UNEXPLAINED_PER_FILE = 10  # error lines no signature explains, kept per input (
 SETTING_KINDS = {D.COMMAND, D.ENV, D.PATH_VALUE, D.PACKAGES, D.K8S_ENV}
 #: (short listings pasted beside an error: its lines are still searched)
 LOG_KINDS = {D.ERRORS, D.DMESG, D.NCCL, D.LAUNCH, D.NCCL_TESTS, D.COMMAND, D.ENV, D.PATH_VALUE, D.DF, D.P2P,
-             D.SMI_L, D.PACKAGES, D.MEMINFO, D.K8S_ENV}
+             D.SMI_L, D.PACKAGES, D.MEMINFO, D.K8S_ENV, D.SYSLOG}
 TEXT_SECTIONS = ("host", "cpu", "memory", "nvml", "torch", "env")
 
 
@@ -239,6 +239,7 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         text = unquote(text)  # a paste quoted from an e-mail or a GitHub reply ("> " on every line)
         text = unwrap_notebook(text)  # a Jupyter notebook: its cells' outputs
         text = unwrap_json_lines(text)  # docker / Kubernetes / structured-logger JSON lines: their log text
+        service_log = D.is_service_log(text)  # (journald's prefix goes next: known before it does)
         text = strip_line_prefixes(text)  # kubectl / CRI / journald / srun --label / compose line prefixes
         viewed = log_view(text, _not_output, matched=_matched_lines(text))  # the writer's words are not the log
         markdown = viewed is not text
@@ -249,6 +250,8 @@ def _parse_file(path: str, text: str, col: Collected, kinds: list[str] | None = 
         else:
             text = viewed
             kinds = D.detect(text)
+        if service_log and not kinds:
+            kinds = [D.SYSLOG]
     else:
         if D.JSON_LINES in kinds:  # a chunk of a large JSON-lines log (parsers/stream.py)
             text = unwrap_json_lines(text)

@@ -264,8 +264,10 @@ def _sample_kinds(sample: str, carried: list[str]) -> list[str]:
 
     inner = unwrap_json_lines(sample) if sample.lstrip().startswith("{") else sample
     kinds = D.detect(inner) if inner is sample else [D.JSON_LINES] + D.detect(inner)
+    if not kinds and D.is_service_log(inner):  # a journald / syslog log with no other format at its start
+        kinds = [D.SYSLOG]
     kinds += [c for c in carried if c not in kinds]
-    carried += [c for c in kinds if c in (D.NCCL, D.DMESG, D.ERRORS, D.JSON_LINES) and c not in carried]
+    carried += [c for c in kinds if c in (D.NCCL, D.DMESG, D.ERRORS, D.JSON_LINES, D.SYSLOG) and c not in carried]
     return kinds
 
 
