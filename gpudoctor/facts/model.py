@@ -337,7 +337,7 @@ class NcclLogFacts(_Model):
         default_factory=list, description="interfaces of the 'Bootstrap : Using' / 'NET/Socket : Using' lines, "
                                           "e.g. ['bond0', 'bond0.2973']")
     nnodes: int | None = Field(None, description="nodes of the communicator ('comm %p rank %d nRanks %d nNodes %d', "
-                               "2.21+; 'Communicator has %d nodes', older): the largest seen")
+                               "NCCL 2.21+): the largest seen")
     socket_addresses: dict[str, str] = Field(
         default_factory=dict, description="interface -> the address those lines give for it (the first seen)")
     bootstrap_no_interface: bool = Field(False, description="a 'Bootstrap : Using' line that names no interface")

@@ -99,11 +99,14 @@ def finish(hit: SignatureHit, spread: Spread, t: str, base: int, numbers: dict[i
 #: ... Traceback ... RuntimeError: ..."), a Python logging record's continuation lines
 _TIME_BACK_LINES = 40
 _TIME_BACK_CHARS = 8192
+#: any of line_time's stamps (one scan of the window above a match finds the nearest)
+_ANY_STAMP = re.compile(r"\b\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d|[IWEF]\d{4} \d\d:\d\d:\d\d"
+                        r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d\d:\d\d:\d\d")
 
 
 def time_at(t: str, offset: int) -> str | None:
     """:func:`line_time` of the line of ``t`` holding ``offset``, else of the nearest line above it that has one
-    (within _TIME_BACK_LINES lines / _TIME_BACK_CHARS characters)."""
+    (within _TIME_BACK_LINES lines and _TIME_BACK_CHARS characters); each line's head is tried with one regex."""
     end = t.find("\n", offset)
     end = len(t) if end < 0 else end
     floor = max(0, offset - _TIME_BACK_CHARS)
@@ -111,9 +114,13 @@ def time_at(t: str, offset: int) -> str | None:
         start = t.rfind("\n", floor, end) + 1
         if start == 0 and floor > 0:
             return None
-        stamp = line_time(t[start:end])
-        if stamp is not None or start <= floor:
-            return stamp
+        head = t[start:min(end, start + 80)]
+        if _ANY_STAMP.search(head):
+            stamp = line_time(head)
+            if stamp is not None:
+                return stamp
+        if start <= floor:
+            return None
         end = start - 1
     return None
 

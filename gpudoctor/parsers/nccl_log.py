@@ -29,7 +29,7 @@ _NET = re.compile(r"Using network (\S+)")
 _HOST = re.compile(r"(?:^|\]:?)\s*([\w.-]+:\d+):\d+ \[\d+\]")  # "node3:1234:1290 [0] NCCL INFO ...": host:pid
 MAX_HOSTS = 4096
 _NRANKS = re.compile(r"\bnranks\s+(\d+)", re.IGNORECASE)
-_NNODES = re.compile(r"\bnNodes (\d+)|Communicator has (\d+) nodes")
+_NNODES = re.compile(r"\bnNodes (\d+)")
 _NVLS = re.compile(r"(\d+) nvls channels")
 _LEVELS = ("INFO", "WARN", "TRACE")
 _PREFIX = re.compile(r"([^\s:]+):\d+:\d+\s+\[\d+\]\s+")
@@ -323,11 +323,10 @@ def parse_nccl_log(text: str, max_comms: int = MAX_COMMS) -> NcclLogFacts:
         if r:
             f.nranks = int(r.group(1))
             break
-    for literal in ("nNodes ", "Communicator has "):  # (string searches: a 512-rank INFO log is gigabytes)
-        for msg in msgs(literal):
-            nn = _NNODES.search(msg)
-            if nn and len(msg) < 400:
-                f.nnodes = max(f.nnodes or 0, int(nn.group(1) or nn.group(2)))
+    for msg in msgs("nNodes "):  # init.cc (2.21+); one string search: a 512-rank INFO log is gigabytes
+        nn = _NNODES.search(msg)
+        if nn and len(msg) < 400:
+            f.nnodes = max(f.nnodes or 0, int(nn.group(1)))
     for msg in msgs("nvls channels", reverse=True):
         c2 = _NVLS.search(msg)
         if c2:
