@@ -503,6 +503,8 @@ REAL = [
     ("SIG524", "RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
                "run. Stack trace: File \"m.py\", line 3. To prevent overwriting, clone the tensor outside of "
                "torch.compile()"),
+    # topo.h ncclTopoIdToNetDev (NIC fusion's fallback NET id 0 in 2.25-2.26, NVIDIA/nccl#1748)
+    ("SIG525", "node3:4412:4501 [2] graph/topo.h:234 NCCL WARN Could not find NET with id 0"),
     # DeepSpeed's runner: its ssh check uncaught (older releases: CalledProcessError of check_call's list argument)
     ("SIG450", "subprocess.CalledProcessError: Command '['ssh', '-o', 'PasswordAuthentication=no', '192.168.3.100', "
                "'hostname']' returned non-zero exit status 255."),

@@ -130,6 +130,7 @@ def _timeout(rank: int, seq: int, op: str) -> str:
 @pytest.mark.parametrize("lines, status", [
     ([(0, 48213, "_ALLGATHER_BASE"), (1, 47987, "_REDUCE_SCATTER_BASE"), (3, 48213, "_ALLGATHER_BASE")], "fail"),
     ([(0, 120, "ALLREDUCE"), (1, 120, "ALLREDUCE")], "pass"),
+    ([(4, 20518, "ALLREDUCE"), (1, 369526, "GATHER")], "not_applicable"),  # two runs' timeouts pasted together
 ])
 def test_ranks_timed_out_in_different_collectives(tmp_path, lines, status):
     p = tmp_path / "job.log"

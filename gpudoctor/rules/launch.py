@@ -234,6 +234,13 @@ def p2p_hang(ctx):
                        "cause"], subject="P2P", data={"transports": p2p, "hang": hang, "topology": pcie})
 
 
+#: how many collectives ranks of one process group can be apart when the watchdog fires: each collective waits for
+#: every rank, so the ranks ahead stop within what the host enqueues ahead of the GPU (a few hundred under FSDP /
+#: ZeRO, whose steps launch hundreds of collectives); a gap of tens of thousands is two runs' or two groups'
+#: timeouts pasted together
+MAX_DESYNC_GAP = 10000
+
+
 @rule("LOG010")
 def ranks_at_different_collectives(ctx):
     """Each rank's first watchdog timeout (SeqNum, OpType): ranks that timed out in different collectives were not
@@ -255,6 +262,11 @@ def ranks_at_different_collectives(ctx):
         return
     ordered = sorted(groups.items())
     (seq0, op0), behind = ordered[0]
+    top = ordered[-1][0][0]
+    if top - seq0 > MAX_DESYNC_GAP:
+        raise NotApplicable(f"SeqNum {seq0} and {top} are too far apart for ranks of one process group (a rank "
+                            "behind blocks the others within the collectives the host enqueued ahead): timeouts of "
+                            "separate runs or groups")
     ev = [f"ranks {int_ranges(r)}: SeqNum {s} {op}" for (s, op), r in ordered[:8]]
     ev.append(f"rank(s) {int_ranges(behind)} stopped earliest (SeqNum {seq0}, {op0}): the other ranks wait in "
               "collectives these never issued")
