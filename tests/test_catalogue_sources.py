@@ -505,6 +505,8 @@ REAL = [
                "torch.compile()"),
     # topo.h ncclTopoIdToNetDev (NIC fusion's fallback NET id 0 in 2.25-2.26, NVIDIA/nccl#1748)
     ("SIG525", "node3:4412:4501 [2] graph/topo.h:234 NCCL WARN Could not find NET with id 0"),
+    # the GPU Operator's driver container (gpu-driver-container nvidia-driver _unload_driver, k8s-driver-manager)
+    ("SIG526", "nvidia-driver-ctr Could not unload NVIDIA driver kernel modules, driver is in use"),
     # DeepSpeed's runner: its ssh check uncaught (older releases: CalledProcessError of check_call's list argument)
     ("SIG450", "subprocess.CalledProcessError: Command '['ssh', '-o', 'PasswordAuthentication=no', '192.168.3.100', "
                "'hostname']' returned non-zero exit status 255."),
