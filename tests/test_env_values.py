@@ -239,7 +239,7 @@ def test_container_bridges_nccl_picked_by_itself(tmp_path):
 
 @pytest.mark.parametrize("log", [
     _AUTO.format(more=" [1]eth1:10.0.0.7<0>"),  # two real NICs
-    "n1:2841:2841 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker\n" + _AUTO.format(more=_BRIDGES),
+    "n1:2841:2841 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to bond\n" + _AUTO.format(more=_BRIDGES),
 ])
 def test_no_container_bridge_or_the_users_choice_is_quiet(tmp_path, log):
     outcomes, found = _nccl_log(tmp_path, log)
@@ -364,3 +364,11 @@ def test_a_pods_environment_is_read_from_kubectl_describe_and_a_pod_spec(tmp_pat
     doc = json.loads(res.stdout)
     assert doc["snapshot"]["env"]["variables"] == {"NCCL_BUFFSIZE": "8M"}  # training variables only, no secret
     assert "NCL013" in [f["rule_id"] for f in doc["findings"]] and "0123456789abcdef" not in res.stdout
+
+
+def test_an_exclusion_list_that_leaves_the_bridges_in_is_still_judged(tmp_path):
+    """NCCL_SOCKET_IFNAME=^docker excludes docker* only: br-<id> and veth pairs are still NCCL's pick."""
+    _, found = _nccl_log(tmp_path, "n1:2841:2841 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker\n"
+                                   + _AUTO.format(more=_BRIDGES))
+    f = next(x for x in found if x["rule_id"] == "NCL012")
+    assert "beside NCCL_SOCKET_IFNAME=^docker" in f["evidence"][0]

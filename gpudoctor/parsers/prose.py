@@ -165,12 +165,24 @@ def _running(line: str) -> bool:
     return _words(line, 8)
 
 
+
+
+
+def _own_output(line: str) -> bool:
+    """Whether ``line`` holds program output of its own: _OUTPUT outside inline code, and outside double quotes when
+    the line does not start like output (a sentence quoting a message is the writer's)."""
+    bare = _INLINE_CODE.sub(" ", line)
+    if _OUTPUT_START.match(line) is None:
+        bare = _QUOTED.sub(" ", bare)  # (quotes and backticks of 8+ characters)
+    return _OUTPUT.search(bare) is not None
+
+
 def strong_prose(line: str) -> bool:
     """Whether ``line`` is surely the writer's, even when it holds a message a signature reads: a person speaking,
     a sentence quoting a message, a sentence of explaining or guessing (_OPINION), a list item or line with inline
     code that does not start like output."""
-    if _OUTPUT.search(_INLINE_CODE.sub(" ", line)) and not _GREETING.match(line):
-        return False  # (a message quoted in inline code is not output on the line)
+    if _own_output(line) and not _GREETING.match(line):
+        return False  # (a message quoted in inline code or in a sentence's quotes is not output on the line)
     if spoken(line) or quoting(line) or wordy(line):
         return True
     if _MARK.match(line) and _GLOSS.search(line):
@@ -232,7 +244,7 @@ def log_view(text: str, not_output: Callable[[str], bool] | None = None, prose: 
             out[i] = ""
     for a, b in _paragraphs(content, fenced) if prose else []:  # a paragraph of prose is blanked whole
         para = content[a:b]
-        if any(_OUTPUT.search(_INLINE_CODE.sub("", x)) for x in para):  # (not a message quoted in inline code)
+        if any(_own_output(x) for x in para):  # (not a message quoted in inline code or in a sentence's quotes)
             continue  # a paragraph holding output (a traceback pasted without a fence) keeps it
         wrapped = (sentences and len(para) > 1 and _SENTENCE_START.match(para[0]) is not None
                    and _OUTPUT_START.match(para[0]) is None and para[-1].rstrip().endswith((".", "?", "!", ":")))

@@ -245,7 +245,7 @@ def evaluate(snap: Snapshot, only: Iterable[str] | None = None) -> Report:
         findings.extend(got)
         outcomes.append(out)
     findings = fold_restated(findings, {i: s.follows for i, s in REGISTRY.items() if s.follows},
-                             {i: (s.title, s.fix) for i, s in REGISTRY.items() if not i.startswith("SIG")})
+                             {i: (s.title, s.fix) for i, s in REGISTRY.items()})
     findings = cause_first(findings, [i.path for i in snap.inputs])
     return Report(snapshot=snap, findings=findings, outcomes=outcomes, summary=summarize(snap, findings, outcomes))
 

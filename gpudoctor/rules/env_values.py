@@ -302,8 +302,9 @@ def virtual_socket_interfaces(ctx):
         raise NotAssessed("no 'Bootstrap : Using' / 'NET/Socket : Using' line of an NCCL_DEBUG=INFO log in the inputs")
     env = ctx.snap.env.variables if ctx.snap.env is not None else {}
     value = (env.get("NCCL_SOCKET_IFNAME") or nccl.env_set.get("NCCL_SOCKET_IFNAME") or "").strip()
-    if len(value) > 1:  # NCCL reads a value of two characters or more (socket.cc): the user chose
+    if len(value) > 1 and not value.startswith("^"):  # NCCL reads a value of two characters or more (socket.cc)
         raise NotApplicable(f"NCCL_SOCKET_IFNAME={value}: the interfaces were chosen by the user (NCL011)")
+    # (an exclusion list, ^lo,docker, still lets NCCL take every other interface: they are judged as NCCL's own pick)
     names = [re.compile(p) for p in data.load("nccl_env").get("virtual_interfaces", ())]
     why = {}
     for i in nccl.socket_interfaces:
@@ -318,7 +319,8 @@ def virtual_socket_interfaces(ctx):
     failed = sorted({h.id for h in logs.signatures if h.id in SOCKET_FAILURES})
     listed = [f"{i}:{nccl.socket_addresses[i]}" if nccl.socket_addresses.get(i) else i
               for i in nccl.socket_interfaces[:6]]
-    ev = [f"NCCL selected {len(nccl.socket_interfaces)} interface(s) by itself: {', '.join(listed)}"
+    how = f"beside NCCL_SOCKET_IFNAME={value}" if value else "by itself"
+    ev = [f"NCCL selected {len(nccl.socket_interfaces)} interface(s) {how}: {', '.join(listed)}"
           + (" ..." if len(nccl.socket_interfaces) > 6 else "")]
     ev += [f"{i}: {w}, which other nodes cannot reach" for i, w in list(why.items())[:4]]
     if len(why) > 4:

@@ -40,7 +40,8 @@ def fold_restated(findings: list[Finding], follows: Mapping[str, tuple[str, ...]
         by_rule.setdefault(f.rule_id, []).append(f)
     folded: set[int] = set()
     for f in findings:
-        host = _declared_host(f, by_rule, follows) or _same_line_host(f, findings)
+        declared = _declared_host(f, by_rule, follows) if _plain(f, generic) else None
+        host = declared or _same_line_host(f, findings)
         if host is None or id(host) in folded or any(r in by_rule for r in follows.get(host.rule_id, ())):
             continue  # a host that itself restates something present stays as it is (no chains, no cycles)
         if SEVERITY_ORDER[host.severity] < SEVERITY_ORDER[f.severity]:
@@ -48,6 +49,13 @@ def fold_restated(findings: list[Finding], follows: Mapping[str, tuple[str, ...]
         folded.add(id(f))
         _absorb(host, f, (generic or {}).get(host.rule_id))
     return [f for f in findings if id(f) not in folded]
+
+
+def _plain(f: Finding, generic: Mapping[str, tuple[str, str]] | None) -> bool:
+    """Whether ``f`` says no more than its rule's default title: a finding that names a cause of its own (a case's
+    title: 'CUDA_VISIBLE_DEVICES hides every GPU') is not the same fact as the one its rule follows."""
+    default = (generic or {}).get(f.rule_id)
+    return default is None or f.title == default[0]
 
 
 def _declared_host(f: Finding, by_rule: dict[str, list[Finding]], follows) -> Finding | None:
@@ -101,7 +109,7 @@ def _conclusions(f: Finding) -> list[str]:
 def _absorb(host: Finding, f: Finding, generic: tuple[str, str] | None) -> None:
     if generic is not None and (host.title, host.remedy) == generic and f.rule_id.startswith("SIG"):
         host.title, host.remedy = f.title, f.remedy
-    said = "; ".join(_conclusions(f))
+    said = "; ".join(_conclusions(f) + [x for x in _matched_lines(f)[:2] if not any(x in e for e in host.evidence)])
     host.evidence.append(f"the same fact, also reported by {f.rule_id} ({f.title})" + (f": {said}" if said else ""))
     host.data.setdefault("restated_by", []).append(f.rule_id)
 
