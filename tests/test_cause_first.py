@@ -222,3 +222,14 @@ def test_line_times_and_the_nearest_stamp_above_a_match():
     text = "2024-05-14 10:22:31,5 ERROR x\nTraceback (most recent call last):\n  File \"t.py\"\nRuntimeError: boom\n"
     assert time_at(text, text.index("RuntimeError")) == "05-14 10:22:31.500000"
     assert time_at("RuntimeError: boom\n", 0) is None
+
+
+def test_time_order_over_new_year_and_no_time_borrowed_from_another_record():
+    fs = [_finding("SIG012", first_line=9, files=["a.log"], first_time="01-01 00:00:05.000000"),
+          _finding("SIG013", first_line=2, files=["b.log"], first_time="12-31 23:59:50.000000"),
+          _finding("SIG000", "info")]
+    assert [f.rule_id for f in cause_first(fs, ["a.log", "b.log"])] == ["SIG013", "SIG012", "SIG000"]
+    from gpudoctor.parsers.hit_origin import time_at
+
+    text = "2024-12-04 09:00:00 INFO starting training\nstep 1 loss 2.0\nstep 2 loss 1.9\nBus error (core dumped)\n"
+    assert time_at(text, text.index("Bus error")) is None  # the steps between are other records

@@ -104,6 +104,12 @@ _ANY_STAMP = re.compile(r"\b\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d|[IWEF]\d{4} \d\d:
                         r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d\d:\d\d:\d\d")
 
 
+#: a line that continues the record above it (a traceback's lines, a chained exception's header, an indented or
+#: empty line, torch's [rankN]: prefix before them): the stamp of the record's first line is the match's time
+_CONTINUATION = re.compile(r"(?:\[[A-Za-z_]\w*?\d+\]:)?(?:[ \t]|$|Traceback \(|During handling|The above exception"
+                           r"|[\w.]*(?:Error|Exception|Warning)\b)")
+
+
 def time_at(t: str, offset: int) -> str | None:
     """:func:`line_time` of the line of ``t`` holding ``offset``, else of the nearest line above it that has one
     (within _TIME_BACK_LINES lines and _TIME_BACK_CHARS characters); each line's head is tried with one regex."""
@@ -119,8 +125,8 @@ def time_at(t: str, offset: int) -> str | None:
             stamp = line_time(head)
             if stamp is not None:
                 return stamp
-        if start <= floor:
-            return None
+        if start <= floor or (end < offset and not _CONTINUATION.match(head)):
+            return None  # an unstamped line above that is no part of the match's record: another event
         end = start - 1
     return None
 
