@@ -471,9 +471,19 @@ def xids(ctx):
     if recorded and all(k in recorded or k[0] in FOLLOW_ON_XIDS for k in groups):
         owners = ", ".join(sorted(set(recorded.values())))
         raise NotApplicable(f"the kernel's Xids record the application fault {owners} reports (listed there)")
+    broken = {b for _, b in hardware}  # GPUs with an Xid that blames the GPU / node / fabric / driver
+    first_hardware: dict[str, tuple[int, str]] = {}
+    for key in hardware:
+        first_hardware.setdefault(key[1], key)
+
+    def app_blamed(c: int) -> bool:
+        return (table.get(str(c)) or {}).get("blame") == "application"
+
     for (code, bus), events in sorted(groups.items()):
         if (code, bus) in recorded:
             continue  # the kernel's record of an application fault a signature reports: listed in its finding
+        if app_blamed(code) and bus in broken and (code, bus) not in hardware:
+            continue  # a process's fault on a GPU that failed (Xid 31 after a 48): listed with the GPU's Xid
         entry = table.get(str(code))
         if code in FOLLOW_ON_XIDS and bus in causes:
             continue  # cleanup after the other Xid(s) of this GPU: reported with them
@@ -499,8 +509,9 @@ def xids(ctx):
         where = bus if " on " in bus or host is None else f"{bus} on {host}"
         ev = [f"{len(events)} event(s) on GPU {where}, blame: {blame}", f"first: {events[0].line}"]
         pids = {m.group(1) for x in events for m in [_PID.search(x.line)] if m}
-        if blame == "application" and sev != "info" and len(pids) >= 3 and not any(c == code and b != bus
-                                                                             for c, b in groups):
+        names = {m.group(1) for x in events for m in [_XID_NAME.search(x.line)] if m}
+        if blame == "application" and sev != "info" and len(pids) >= 3 and len(names) != 1 and not any(
+                c == code and b != bus for c, b in groups):  # (one name: one program restarted, not many programs)
             ev.append(f"{len(pids)} different processes hit Xid {code} on this GPU and on no other: a fault that "
                       "follows one GPU rather than one program points at the GPU (run `dcgmi diag -r 3` on it)")
         if len(events) > 1:
@@ -508,6 +519,9 @@ def xids(ctx):
         follow = {c: len(groups[(c, bus)]) for c in FOLLOW_ON_XIDS if (c, bus) in groups and code not in FOLLOW_ON_XIDS}
         follow.update({c: len(groups[(c, bus)]) for c, cause in SAME_FAULT.items()
                        if cause == code and (c, bus) in groups})
+        if first_hardware.get(bus) == (code, bus):  # the GPU's first hardware Xid lists its processes' Xids
+            follow.update({c: len(groups[(c, b)]) for c, b in groups
+                           if b == bus and app_blamed(c) and c not in FOLLOW_ON_XIDS and (c, b) not in recorded})
         if follow:
             ev.append("follow-on on the same GPU (cleanup after this error or its classification, not a separate "
                       "fault): "
@@ -549,9 +563,9 @@ def _app_xid_groups(logs, hit) -> dict[tuple[int, str], list]:
     for (code, bus), events in xid_groups(logs).items():
         if code not in codes or (table.get(str(code)) or {}).get("blame") != "application":
             continue
-        if len({m.group(1) for x in events for m in [_PID.search(x.line)] if m}) >= 3:
-            continue
         names = {m.group(1) for x in events for m in [_XID_NAME.search(x.line)] if m}
+        if len({m.group(1) for x in events for m in [_PID.search(x.line)] if m}) >= 3 and len(names) != 1:
+            continue  # (several programs; one name in all is one program restarted)
         if names and not any(_JOB_PROCESS.fullmatch(n) or n in said for n in names):
             continue
         out[(code, bus)] = events
