@@ -204,3 +204,16 @@ def test_two_reruns_of_one_size_and_start_but_another_end_are_both_read(tmp_path
     rc, doc = _check(tmp_path)
     assert [i["status"] for i in doc["snapshot"]["inputs"]] == ["read", "read"]
     assert {"SIG023", "SIG059"} <= {f["rule_id"] for f in doc["findings"]}
+
+
+def test_large_xz_and_bz2_copies_of_a_log_are_read_once(tmp_path):
+    """Over 1 MiB an xz / bzip2 copy has no cheap size: same first MiB, then the whole (decompressed) digests."""
+    import bz2
+    import lzma
+
+    text = ("step 1 loss 0.5\n" * 70000 + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    (tmp_path / "a.log").write_text(text)
+    (tmp_path / "a.log.1.xz").write_bytes(lzma.compress(text.encode()))
+    (tmp_path / "a.log.2.bz2").write_bytes(bz2.compress(text.encode()))
+    rc, doc = _check(tmp_path)
+    assert [i["status"] for i in doc["snapshot"]["inputs"]] == ["read", "skipped", "skipped"]

@@ -361,11 +361,10 @@ def _matched_lines(text: str) -> frozenset[int]:
 
 
 def _same_content(path: str, seen: dict[tuple[int, bytes], list[list]]) -> str | None:
-    """The file read before ``path`` with the same content, found in a folder: a rotated copy, a .bak, the .gz of a
-    log beside it. Content is keyed by its (decompressed) size and the digest of its first MiB; files that share a key
-    are compared by the digest of their whole content (two re-runs of one job, of one size, can differ in their last
-    lines). None when it is new (it is then remembered in ``seen``), cannot be read, or is compressed without a cheap
-    size (xz, zstd over 1 MiB)."""
+    """The file read before ``path`` with the same content, found in a folder: a rotated copy, a .bak, the .gz / .xz
+    / .bz2 of a log beside it. Content is keyed by the digest of its (decompressed) first MiB; files that share a key
+    are compared by the digest of their whole content (two re-runs of one job can differ only in their last lines).
+    None when it is new (it is then remembered in ``seen``) or cannot be read."""
     key = _content_key(path)
     if key is None:
         return None
@@ -398,33 +397,22 @@ def _full_digest(path: str) -> bytes | None:
 
 
 def _content_key(path: str) -> tuple[int, bytes] | None:
-    """(size, SHA-1 of the first MiB) of the file's content, decompressed when it is compressed (gzip's size from its
-    trailer, ISIZE: the size modulo 2**32); None when unknown."""
-    import gzip
+    """(size, SHA-1 of the first MiB) of the file's content, decompressed when it is compressed; the size is that of
+    a whole text under 1 MiB, or -1 (unknown without reading it all: :func:`_same_content` then compares whole
+    digests); None when the file cannot be read."""
     import hashlib
-    import io
     import lzma
 
     from gpudoctor.parsers import stream
 
     try:
-        size = os.path.getsize(path)
-        if not os.path.isfile(path) or size == 0:
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
             return None
-        with open(path, "rb") as fh:
-            magic = fh.read(2)
-            if size >= 18 and magic == b"\x1f\x8b":
-                fh.seek(-4, os.SEEK_END)
-                size = int.from_bytes(fh.read(4), "little")
         with stream.open_binary(path) as data:
             head = data.read(1 << 20)
-            if len(head) < 1 << 20:
-                size = len(head)  # all of it: the size is known whatever the compression
-            elif not isinstance(data, (io.BufferedReader, gzip.GzipFile)):
-                return None
     except (OSError, EOFError, ValueError, InputError, lzma.LZMAError):
         return None
-    return (size, hashlib.sha1(head).digest())
+    return (len(head) if len(head) < 1 << 20 else -1, hashlib.sha1(head).digest())
 
 
 def _not_output(block: str) -> bool:
@@ -492,7 +480,7 @@ def build_snapshot(paths: Iterable[str], jobs: int | None = None, interrupted: l
     col = Collected()
     # every input not read, with its status and reason: the report lists them next to the ones read (item 7)
     unread = unread_inputs(errors)
-    contents: dict[tuple[int, bytes], list[list]] = {}  # (size, first MiB's digest) -> [path, whole digest]s
+    contents: dict[tuple[int, bytes], list[list]] = {}  # (small size or -1, first MiB's digest) -> [path, digest]s
     for n, path in enumerate(files):
         from gpudoctor.parsers import stream  # any size, compressed, stdin (issue 14)
 
