@@ -503,6 +503,9 @@ REAL = [
     ("SIG524", "RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
                "run. Stack trace: File \"m.py\", line 3. To prevent overwriting, clone the tensor outside of "
                "torch.compile()"),
+    ("SIG522", "torch._dynamo.exc.TorchRuntimeError: Failed running call_function <built-in function add>(*(FakeTensor"
+               "(..., size=(4, 3)), FakeTensor(..., size=(5,))), **{}):"),                          # torch 2.0-2.3
+    ("SIG450", "pdsh@launcher: worker-1: ssh exited with exit code 255"),                           # pdsh runner
     # topo.h ncclTopoIdToNetDev (NIC fusion's fallback NET id 0 in 2.25-2.26, NVIDIA/nccl#1748)
     ("SIG525", "node3:4412:4501 [2] graph/topo.h:234 NCCL WARN Could not find NET with id 0"),
     # the GPU Operator's driver container (gpu-driver-container nvidia-driver _unload_driver, k8s-driver-manager)
