@@ -393,8 +393,8 @@ def misread(value: str) -> int | None:
     if read is None or rest:
         return read or 0
     v = value.strip().lstrip("+-")
-    if _octal(value) and v.lstrip("0") != str(abs(read)):
-        return read
+    if _octal(value) and v.isdigit() and int(v, 10) != abs(read):
+        return read  # (010 is 8; 00 and 07 are what they say)
     return None
 
 
