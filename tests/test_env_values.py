@@ -372,3 +372,25 @@ def test_an_exclusion_list_that_leaves_the_bridges_in_is_still_judged(tmp_path):
                                    + _AUTO.format(more=_BRIDGES))
     f = next(x for x in found if x["rule_id"] == "NCL012")
     assert "beside NCCL_SOCKET_IFNAME=^docker" in f["evidence"][0]
+
+
+def test_variables_a_pasted_command_line_sets_are_checked(tmp_path):
+    """docker's -e / --env, a leading NAME=value, srun's --export and mpirun's -x reach the env rules."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+
+    p = tmp_path / "cmd.txt"
+    p.write_text("$ docker run --gpus all -e NCCL_NTHREADS=\"0256\" -e HF_TOKEN=hf_abcdefghijklmnopqrstuvwx \\\n"
+                 "    --env=NCCL_BUFFSIZE=8M nvcr.io/nvidia/pytorch:24.05-py3 torchrun train.py\n")
+    res = CliRunner().invoke(app, ["check", str(p), "--format", "json"])
+    doc = json.loads(res.stdout)
+    assert doc["snapshot"]["env"]["variables"] == {"NCCL_NTHREADS": "0256", "NCCL_BUFFSIZE": "8M"}
+    assert [f["subject"] for f in doc["findings"] if f["rule_id"] == "NCL013"] == ["NCCL_BUFFSIZE", "NCCL_NTHREADS"]
+    assert "hf_abcdef" not in res.stdout
+    from gpudoctor.parsers.commands import command_env
+
+    assert command_env("srun --export=ALL,NCCL_SOCKET_IFNAME=eth0 python t.py") == {"NCCL_SOCKET_IFNAME": "eth0"}
+    assert command_env("mpirun -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH ./a.out") == {"NCCL_DEBUG": "INFO"}

@@ -49,6 +49,31 @@ def parse_commands(text: str) -> list[str]:
     return [_redact(c)[:2000] for c in out]
 
 
+#: the environment a command line gives the job: a leading "NAME=value" (before the program), docker / podman /
+#: kubectl's "-e NAME=value" / "--env NAME=value" / "--env=NAME=value", srun / sbatch's "--export=NAME=value,...",
+#: Open MPI's "-x NAME=value"
+_LEADING = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=(?:\"[^\"]*\"|'[^']*'|\S*)\s+)+")
+_FLAG_ENV = re.compile(r"(?:^|\s)(?:-e|--env|-x)(?:\s+|=)([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s\\]*)")
+_EXPORT = re.compile(r"--export[= ](\S+)")
+
+
+def command_env(cmd: str) -> dict[str, str]:
+    """The variables command line ``cmd`` sets for the program it starts (quotes removed; ALL / NONE of --export and
+    names without a value left out)."""
+    out: dict[str, str] = {}
+    lead = _LEADING.match(cmd)
+    pairs = [m.groups() for m in _ASSIGN.finditer(lead.group(0))] if lead else []
+    pairs += _FLAG_ENV.findall(cmd)
+    for spec in _EXPORT.findall(cmd):
+        pairs += [tuple(x.split("=", 1)) for x in spec.split(",") if "=" in x]
+    for name, value in pairs:
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        out[name] = value
+    return out
+
+
 def docker_gpu_request(cmd: str) -> bool:
     """True when a docker/podman run command requests GPUs (--gpus, --runtime nvidia, CDI nvidia.com/gpu)."""
     return bool(re.search(r"--gpus\b|--runtime[= ]nvidia|nvidia\.com/gpu|NVIDIA_VISIBLE_DEVICES=(?!void|none)", cmd)) \

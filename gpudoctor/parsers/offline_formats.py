@@ -190,9 +190,18 @@ def _path_value(fp: FileParse, text: str) -> None:
 
 
 def _commands(fp: FileParse, text: str) -> None:
+    from gpudoctor.facts.env import collect_env
     from gpudoctor.parsers import commands
 
-    fp.col.commands += commands.parse_commands(text)
+    found = commands.parse_commands(text)
+    fp.col.commands += found
+    given: dict[str, str] = {}
+    for cmd in found:  # (already redacted: a secret's value is <redacted>, and collect_env keeps training variables)
+        given.update(commands.command_env(cmd))
+    kept = collect_env(given)
+    if kept:
+        fp.frag("env", EnvFacts(source="variables the pasted command lines set (-e, --env, --export, NAME=value)",
+                                variables=kept), complete=False)
 
 
 def _topo(text: str) -> tuple[Any, str | None]:
