@@ -708,3 +708,12 @@ def test_an_issue_titled_with_the_exception_is_read_a_comment_quoting_one_is_not
     assert [f["rule_id"] for f in _findings(tmp_path, title)] == ["SIG071"]
     comment = "python train.py\n# RuntimeError: CUDA error: out of memory happens at step 3, so I lowered the batch\n"
     assert "SIG012" not in [f["rule_id"] for f in _findings(tmp_path, comment)]
+
+
+def test_a_later_worse_event_of_the_same_message_decides_its_case(tmp_path):
+    """net_ib.cc "NET/IB : %s:%d Got async event : %s" (v2.20-v2.22): a port error, then the HCA's catastrophic error:
+    the worse (more specific) case is the finding's; NCCL's 'Last error:' copy still decides when there is one."""
+    found = _findings(tmp_path, "n1:1:2 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async event : "
+                                "port error\nn1:1:2 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async "
+                                "event : local catastrophic error\n")
+    assert "HCA itself failed" in _one(found, "SIG035")["title"]

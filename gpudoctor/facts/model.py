@@ -40,7 +40,7 @@ SCHEMA_VERSION = "2.5"  # 1.1: topology, libpath, logs; 1.2: confirmation; 1.3: 
 #      file's first exception line that no signature explains, with its line number and rank).
 # 2.5: logs.signatures[].first_time (the wall-clock stamp of the first match's line or the nearest line above it:
 #      the cause of per-rank logs is ordered by time); logs.nccl.socket_addresses (the address NCCL's 'Using' lines
-#      give each interface); logs.nccl.nnodes.
+#      give each interface); logs.nccl.nnodes; logs.signatures[].group_variants.
 
 Unlimited = Literal["unlimited"]
 
@@ -247,6 +247,8 @@ class SignatureHit(_Model):
     hosts: list[str] = Field(default_factory=list, description="hosts of the matching NCCL lines (host:pid:tid)")
     gpus: list[str] = Field(default_factory=list, description="GPUs of the matching lines: cuda:N@host (NCCL's "
                             "[cudaDev]) or a PCI address (NVRM: Xid (PCI:...))")
+    group_variants: list[dict[str, str]] = Field(default_factory=list, description="other values the named groups "
+                                                 "took in later matches (up to 4): a case may be read from them")
     first_line: int | None = Field(None, description="line number of the first match (in files[0])")
     last_line: int | None = Field(None, description="line number of the last match (in files[-1])")
     first_time: str | None = Field(None, description="wall-clock time of the first match, 'MM-DD HH:MM:SS.ffffff' "

@@ -150,6 +150,9 @@ def merge_hits(hits: Iterable[SignatureHit]) -> list[SignatureHit]:
         cur.ranks = sorted(set(cur.ranks) | set(h.ranks))[:MAX_DISTINCT]
         cur.hosts += [x for x in h.hosts if x not in cur.hosts][:max(0, MAX_DISTINCT - len(cur.hosts))]
         cur.gpus += [x for x in h.gpus if x not in cur.gpus][:max(0, MAX_DISTINCT - len(cur.gpus))]
+        for g in [h.groups, *h.group_variants]:
+            if g and g != cur.groups and g not in cur.group_variants and len(cur.group_variants) < 4:
+                cur.group_variants.append(g)
         cur.from_prose = cur.from_prose and h.from_prose  # a log line of the same message outweighs the prose
         # folded only when every part was: a part whose lines no other signature read keeps the wrapper its own
         cur.wrapped_by = sorted(set(cur.wrapped_by) | set(h.wrapped_by)) if cur.wrapped_by and h.wrapped_by else []

@@ -43,6 +43,7 @@ MAX_LINES = 3
 MAX_LINE_CHARS = 300
 MAX_COUNT = 10000   # matches counted per signature and text
 MAX_LINE_SET = 512  # line starts kept per signature and text (a wrapper matched more often is never folded)
+MAX_VARIANTS = 4    # other group values kept per signature and text (a later, worse event of the same message)
 BLOCK = 1 << 17     # prefilter block (characters): 128 KiB measured fastest (docs/benchmarks.md)
 SUB_BLOCK = 1 << 16  # block of the explains / error-line scans
 OVERLAP = 4096      # a match may run this far past its block's end (multi-line messages)
@@ -480,8 +481,8 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     explains = _explains(entries)
     extra_no = {rx: k for k, (rx, _) in enumerate(extras)}
     extra_blocks: dict[int, list[tuple[int, int, int]]] = {}  # extra -> (start, end, end + overlap) of its blocks
-    state: dict[int, tuple[list[int], list[str], dict[str, str], Spread]] = {}  # index -> ([count], lines, groups,
-    # where)
+    # index -> ([count], lines, groups, where, other groups' values)
+    state: dict[int, tuple[list[int], list[str], dict[str, str], Spread, list[dict[str, str]]]] = {}
     last: dict[int, re.Match[str]] = {}
     enclosers = _enclosers(tuple((e["id"], tuple(e.get("keeps", ()))) for e in entries if e.get("encloses")))
     wrappers = frozenset(e["id"] for e in entries if e.get("wraps"))
@@ -517,10 +518,17 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
                     last[i] = m
                     continue  # a second match on the same line: one occurrence
                 if st is None:
-                    st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None}, Spread())
+                    st = state[i] = ([0], [], {k: v for k, v in m.groupdict().items() if v is not None}, Spread(),
+                                     [])
                 elif _after_last_error(t, ls):  # the error NCCL says made the call fail: its values decide the case
                     st[2].clear()
                     st[2].update({k: v for k, v in m.groupdict().items() if v is not None})
+                    st[4].clear()
+                    st[4].append({})  # (decided: no later value competes with it)
+                elif len(st[4]) < MAX_VARIANTS and m.groupdict() and st[4][:1] != [{}]:  # later matches' values
+                    g = {k: v for k, v in m.groupdict().items() if v is not None}
+                    if g and g != st[2] and g not in st[4]:
+                        st[4].append(g)
                 st[0][0] += 1
                 last[i] = m
                 seen = at.setdefault(i, set())
@@ -540,12 +548,13 @@ def match_signatures(text: str, entries: list[dict[str, Any]] | None = None, fil
     numbers = line_numbers(t, [p for st in state.values() for p in (st[3].first, st[3].last)], line_base)
     explained: set[str] = set()  # several signatures share one follow-on pattern: its spans are added once
     for i in sorted(state):
-        count, lines, groups, spread = state[i]
+        count, lines, groups, spread, variants = state[i]
         sid = eng.ids[i]
         if spans is not None and sid in explains and explains[sid].pattern not in explained:  # follow-on lines
             explained.add(explains[sid].pattern)
             spans.extend(_find_in(explains[sid], t, extra_blocks.get(extra_no[explains[sid].pattern], [])))
-        hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups))
+        hits.append(SignatureHit(id=sid, count=count[0], lines=lines, files=[file] if file else [], groups=groups,
+                                 group_variants=[g for g in variants if g]))
         finish(hits[-1], spread, t, line_base, numbers)
         if sid in wrappers and count[0] <= MAX_LINE_SET:
             hits[-1].wrapped_by = _wrapped_by(at.get(i, set()), {eng.ids[j]: v for j, v in at.items()

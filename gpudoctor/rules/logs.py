@@ -317,6 +317,27 @@ def _case(entry: dict, groups: dict[str, str], env: dict[str, str] | None = None
     return None
 
 
+def _worst_groups(entry: dict, hit, env: dict[str, str], hit_ids: set[str], gpus: int | None) -> dict[str, str]:
+    """The groups of ``hit`` whose case is the most severe: its first match's (or NCCL's 'Last error:' copy), unless a
+    later match's values read as a worse case (an HCA's 'local catastrophic error' after a 'port error')."""
+    if not entry.get("cases") or not hit.group_variants:
+        return hit.groups
+
+    cases = entry["cases"]
+
+    def rank(groups: dict[str, str]) -> tuple[int, int]:  # severity, then the earlier (more specific) case
+        case = _case(entry, groups, env, hit_ids, gpus)
+        order = next((n for n, c in enumerate(cases) if case is not None and c.get("title") == case.get("title")),
+                     len(cases))
+        return SEVERITY_ORDER[(case or {}).get("severity") or entry["severity"]], -order
+
+    best = hit.groups
+    for g in hit.group_variants:
+        if rank(g) > rank(best):
+            best = g
+    return best
+
+
 def _gpu_count(snap: Snapshot) -> int | None:
     """GPUs the inputs list (nvidia-smi -L / -q / NVML), None when they list none."""
     return len(snap.nvml.gpus) if snap.nvml is not None and snap.nvml.gpus else None
@@ -382,8 +403,9 @@ def _register_signature(entry: dict) -> None:
                 if _suppressed(entry, _cause_ids(entry, logs, hit_ids), logs.signatures)[0]:
                     return  # a follow-on: the cause's finding lists it
                 ev = [f"matched ({describe(hit)}):"] + [f"  {line}" for line in hit.lines]
-                concl = _conclusion(entry, hit.groups)
-                case = _case(entry, hit.groups, _input_env(ctx.snap), hit_ids, _gpu_count(ctx.snap))
+                groups = _worst_groups(entry, hit, _input_env(ctx.snap), hit_ids, _gpu_count(ctx.snap))
+                concl = _conclusion(entry, groups)
+                case = _case(entry, groups, _input_env(ctx.snap), hit_ids, _gpu_count(ctx.snap))
                 if case and case.get("cause"):
                     ev.insert(0, case["cause"])
                 if concl:
