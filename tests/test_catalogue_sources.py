@@ -508,6 +508,10 @@ REAL = [
     ("SIG450", "pdsh@launcher: worker-1: ssh exited with exit code 255"),                           # pdsh runner
     # topo.h ncclTopoIdToNetDev (NIC fusion's fallback NET id 0 in 2.25-2.26, NVIDIA/nccl#1748)
     ("SIG525", "node3:4412:4501 [2] graph/topo.h:234 NCCL WARN Could not find NET with id 0"),
+    # systemd's journal lines for the Fabric Manager unit
+    ("SIG527", "Dec 04 06:05:48 hgx-node17 systemd[1]: Failed to start NVIDIA fabric manager service."),
+    ("SIG527", "Dec 04 06:05:48 hgx-node17 systemd[1]: nvidia-fabricmanager.service: Main process exited, "
+               "code=exited, status=1/FAILURE"),
     # the GPU Operator's driver container (gpu-driver-container nvidia-driver _unload_driver, k8s-driver-manager)
     ("SIG526", "nvidia-driver-ctr Could not unload NVIDIA driver kernel modules, driver is in use"),
     # DeepSpeed's runner: its ssh check uncaught (older releases: CalledProcessError of check_call's list argument)

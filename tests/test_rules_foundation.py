@@ -312,7 +312,8 @@ def test_ncl_rules_fire(h200_snap, env, rid, subject):
 
 
 @pytest.mark.parametrize("nccl,severity,says", [
-    ("2.21.5", "info", "older than 2.22.3"), (None, "info", "not in the inputs"), ("2.27.3", "warning", "no longer")])
+    ("2.21.5", "info", "older than 2.22.3"), (None, "info", "not in the inputs"), ("2.27.3", "warning", "no longer"),
+    ("2.18.1", "info", "changes nothing")])
 def test_ncl005_a_frameworks_cumem_workaround_is_judged_by_the_nccl_in_use(h200_snap, nccl, severity, says):
     """vLLM / verl set NCCL_CUMEM_ENABLE=0 for NCCL 2.19-2.22.2 (NVIDIA/nccl#1234): not a leftover until NCCL has the
     fix; NCCL_CUMEM_ENABLE=1 (forcing cuMem on) stays a plain debugging-variable warning."""

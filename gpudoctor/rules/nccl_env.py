@@ -137,6 +137,13 @@ def _workaround(ctx, name: str, value: str, known: dict, ev: list[str]):
     needed = vtuple(fixed) or (0,)
     ev += [f"a known workaround: {known['why']}", f"its cost: {known['cost']}"]
     sources = [known["source"], *ctx.spec.sources]
+    since = known.get("default_from")
+    if nccl is not None and since and nccl < (vtuple(since) or (0,)):
+        ev.append(f"NCCL {version} is older than {since}, which does not use cuMem by default: the setting changes "
+                  "nothing here")
+        return ctx.finding(ev, subject=name, severity="info", sources=sources,
+                           remedy=f"Nothing to do with NCCL {version}; keep {name}={value} only if the job moves to "
+                                  f"an NCCL from {since} up to before {fixed} (it has the fix)")
     if nccl is not None and nccl >= needed:
         ev.append(f"NCCL {version} is {fixed} or newer: the workaround is no longer needed")
         return ctx.finding(ev, subject=name, remedy=f"unset {name} (NCCL {version} has the fix)",
