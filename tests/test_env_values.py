@@ -394,3 +394,23 @@ def test_variables_a_pasted_command_line_sets_are_checked(tmp_path):
 
     assert command_env("srun --export=ALL,NCCL_SOCKET_IFNAME=eth0 python t.py") == {"NCCL_SOCKET_IFNAME": "eth0"}
     assert command_env("mpirun -x NCCL_DEBUG=INFO -x LD_LIBRARY_PATH ./a.out") == {"NCCL_DEBUG": "INFO"}
+
+
+def test_the_new_nccl_rules_say_not_assessed_without_their_facts(tmp_path):
+    """NCL012 needs NCCL's 'Using' lines, NCL013 an environment; the signatures need a log: not assessed, never pass."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpudoctor.cli.app import app
+    from gpudoctor.facts.model import Snapshot
+    from gpudoctor.rules import evaluate
+
+    p = tmp_path / "smi.txt"
+    p.write_text("No devices were found\n")
+    doc = json.loads(CliRunner().invoke(app, ["check", str(p), "--format", "json"]).stdout)
+    status = {o["rule_id"]: o["status"] for o in doc["outcomes"]}
+    assert status["NCL012"] == "not_assessed" and status["NCL013"] == "not_assessed"
+    empty = evaluate(Snapshot(gpudoctor_version="x", created_at="now"))
+    status = {o.rule_id: o.status for o in empty.outcomes}
+    assert all(status[r] != "pass" for r in ("NCL012", "NCL013", "SIG513", "SIG519", "SIG525", "SIG527"))
